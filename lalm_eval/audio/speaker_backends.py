@@ -1,0 +1,100 @@
+"""Concrete speaker encoders: resemblyzer GE2E (default) and SpeechBrain ECAPA-TDNN.
+
+Imported lazily through the registry in :mod:`lalm_eval.audio.speaker`, so torch and speechbrain
+load only when an encoder is built.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from lalm_eval.audio.speaker import SpeakerEncoder
+
+
+class ResemblyzerEncoder(SpeakerEncoder):
+    """GE2E LSTM encoder (256-d) whose weights ship inside the ``resemblyzer`` wheel.
+
+    Batched for real: every clip is cut into resemblyzer's 1.6 s partial windows, the partials
+    of the whole batch go through the LSTM in one forward pass, and each clip's embedding is the
+    normalised mean of its partials, the same computation as ``VoiceEncoder.embed_utterance``.
+    """
+
+    name = "resemblyzer-ge2e"
+    dim = 256
+
+    def __init__(self, device: str = "cpu", cache_dir=None, batch_size: int = 64,
+                 max_partials_per_forward: int = 512):
+        super().__init__(cache_dir=cache_dir, batch_size=batch_size)
+        import torch
+        from resemblyzer import VoiceEncoder
+
+        self._torch = torch
+        self.model = VoiceEncoder(device=device, verbose=False).eval()
+        self.max_partials = max_partials_per_forward
+
+    def _partials(self, wav: np.ndarray) -> np.ndarray:
+        from resemblyzer import audio, preprocess_wav
+
+        wav = preprocess_wav(wav)  # volume normalisation + long-silence trimming (webrtcvad)
+        if wav.size == 0:
+            raise ValueError("clip holds no speech after voice-activity trimming")
+        wav_slices, mel_slices = self.model.compute_partial_slices(len(wav), rate=1.3, min_coverage=0.75)
+        if wav_slices[-1].stop >= len(wav):
+            wav = np.pad(wav, (0, wav_slices[-1].stop - len(wav)), "constant")
+        mel = audio.wav_to_mel_spectrogram(wav)
+        return np.stack([mel[s] for s in mel_slices])
+
+    def _embed_batch(self, audios: list[np.ndarray]) -> np.ndarray:
+        partials = [self._partials(a) for a in audios]
+        counts = [len(p) for p in partials]
+        stacked = np.concatenate(partials)
+        outs = []
+        with self._torch.no_grad():
+            for start in range(0, len(stacked), self.max_partials):
+                mels = self._torch.from_numpy(stacked[start:start + self.max_partials]).to(self.model.device)
+                outs.append(self.model(mels).cpu().numpy())
+        partial_embs = np.concatenate(outs)
+        bounds = np.cumsum([0] + counts)
+        means = [partial_embs[bounds[i]:bounds[i + 1]].mean(axis=0) for i in range(len(audios))]
+        return np.stack(means)
+
+
+class EcapaEncoder(SpeakerEncoder):
+    """SpeechBrain ECAPA-TDNN (192-d), e.g. ``speechbrain/spkrec-ecapa-voxceleb``.
+
+    ``source`` is a local folder holding ``hyperparams.yaml``, ``embedding_model.ckpt``,
+    ``mean_var_norm_emb.ckpt``, ``classifier.ckpt`` and ``label_encoder.txt`` (works offline), or
+    a Hub id (needs the network). Needs the ``ecapa`` extra (speechbrain + torchaudio).
+    """
+
+    dim = 192
+
+    def __init__(self, source: str = "speechbrain/spkrec-ecapa-voxceleb", device: str = "cpu",
+                 savedir: str | None = None, cache_dir=None, batch_size: int = 32):
+        self.name = "ecapa-" + Path(str(source).rstrip("/")).name
+        super().__init__(cache_dir=cache_dir, batch_size=batch_size)
+        try:
+            import torch
+            from speechbrain.inference.speaker import EncoderClassifier
+        except ImportError as exc:
+            raise ImportError(
+                "the 'ecapa' speaker encoder needs speechbrain and torchaudio: "
+                "pip install 'lalm-eval[ecapa]' (see README: torchaudio needs a matching torch)"
+            ) from exc
+        self._torch = torch
+        self.model = EncoderClassifier.from_hparams(
+            source=str(source), savedir=savedir, run_opts={"device": device})
+
+    def _embed_batch(self, audios: list[np.ndarray]) -> np.ndarray:
+        torch = self._torch
+        lengths = [len(a) for a in audios]
+        longest = max(lengths)
+        wavs = torch.zeros(len(audios), longest)
+        for i, a in enumerate(audios):
+            wavs[i, : len(a)] = torch.from_numpy(a)
+        rel = torch.tensor([n / longest for n in lengths])
+        with torch.no_grad():
+            emb = self.model.encode_batch(wavs, wav_lens=rel)
+        return emb.squeeze(1).cpu().numpy()
