@@ -15,7 +15,7 @@ Engines (see ``shared/notes/voices.md`` of the project for how distinct the voic
 - ``festival``: ``voice`` is a festival voice function without the ``voice_`` prefix
   (``kal_diphone``, ``ked_diphone``, ``cmu_us_slt_arctic_hts``).
 
-Post-processing with sox, in this order: ``pitch_cents`` (pitch shift, tempo kept),
+Post-processing with sox (no dither, so renders are bit-exact), in this order: ``pitch_cents`` (pitch shift, tempo kept),
 ``tempo`` (speed change, pitch kept), resample to 16 kHz mono, peak-normalise to -1 dBFS.
 """
 
@@ -119,7 +119,7 @@ def synthesize(text: str, recipe: VoiceRecipe) -> np.ndarray:
         if recipe.tempo != 1.0:
             effects += ["tempo", "-s", f"{recipe.tempo:g}"]
         effects += ["rate", "-v", str(TARGET_SR), "norm", "-1"]
-        sox = ["sox", "-q", str(raw), "-c", "1", "-b", "16", str(out)] + effects
+        sox = ["sox", "-q", "-D", str(raw), "-c", "1", "-b", "16", str(out)] + effects
         subprocess.run(sox, check=True, capture_output=True)
         audio, _ = read_audio(out, target_sr=TARGET_SR)
     return audio

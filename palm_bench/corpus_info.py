@@ -1,0 +1,91 @@
+"""Statistics of a PALM corpus: counts, minutes, shipped size, and speaker-verification EER.
+
+The EER is computed over all pairs of subject utterances (same subject vs different subjects)
+with cosine scores of the chosen speaker encoder: a low EER says the subjects are distinct voices
+that an audio model can, in principle, tell apart.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from lalm_eval.audio.speaker import DEFAULT_SPEAKER_ENCODER, get_speaker_encoder
+from lalm_eval.metrics.verification import equal_error_rate, pair_scores
+from palm_bench.corpus.embedded import Corpus
+
+
+def folder_size_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file())
+
+
+def corpus_statistics(corpus: Corpus, encoder: str = DEFAULT_SPEAKER_ENCODER,
+                      cache_dir: str | Path | None = None, with_eer: bool = True) -> dict:
+    """Per-language counts and minutes, size in MB and (optionally) subject-pair EER."""
+    languages = {}
+    for lang in corpus.languages():
+        ids = {s.id for s in corpus.speakers.values() if s.language == lang}
+        utts = [u for u in corpus.utterances if u.speaker in ids]
+        subj = {s.id for s in corpus.subjects(lang)}
+        languages[lang] = {
+            "subjects": len(subj),
+            "negatives": len(corpus.negatives(lang)),
+            "utterances": len(utts),
+            "subject_utterances": sum(u.speaker in subj for u in utts),
+            "minutes": round(sum(u.duration for u in utts) / 60, 2),
+            "min_utterances_per_subject": min(
+                (sum(u.speaker == s for u in utts) for s in subj), default=0),
+        }
+    stats = {
+        "languages": languages,
+        "totals": {
+            "subjects": len(corpus.subjects()), "negatives": len(corpus.negatives()),
+            "utterances": len(corpus.utterances),
+            "minutes": round(sum(u.duration for u in corpus.utterances) / 60, 2),
+        },
+        "size_mb": round(folder_size_bytes(corpus.root) / 1e6, 2),
+        "encoder": None, "eer": None, "eer_threshold": None, "eer_by_language": {},
+    }
+    if with_eer:
+        stats.update(subject_eer(corpus, encoder=encoder, cache_dir=cache_dir))
+    return stats
+
+
+def subject_eer(corpus: Corpus, encoder: str = DEFAULT_SPEAKER_ENCODER,
+                cache_dir: str | Path | None = None) -> dict:
+    """EER of same-subject vs different-subject utterance pairs, pooled and per language."""
+    enc = get_speaker_encoder(encoder, cache_dir=cache_dir)
+    subjects = {s.id: s for s in corpus.subjects()}
+    utts = [u for u in corpus.utterances if u.speaker in subjects]
+    if len({u.speaker for u in utts}) < 2:
+        raise ValueError("EER needs utterances of at least two subjects")
+    embs = enc.embed([u.load_audio() for u in utts])
+    labels = np.array([u.speaker for u in utts])
+    eer, threshold = equal_error_rate(*pair_scores(embs, labels))
+    by_lang = {}
+    for lang in corpus.languages():
+        mask = np.array([subjects[u.speaker].language == lang for u in utts])
+        if len(set(labels[mask])) >= 2:
+            by_lang[lang] = round(equal_error_rate(*pair_scores(embs[mask], labels[mask]))[0], 4)
+    return {"encoder": enc.name, "eer": round(eer, 4), "eer_threshold": round(threshold, 4),
+            "eer_by_language": by_lang}
+
+
+def format_table(stats: dict) -> str:
+    """A readable table of :func:`corpus_statistics`."""
+    rows = [("language", "subjects", "negatives", "utterances", "minutes")]
+    for lang, s in stats["languages"].items():
+        rows.append((lang, s["subjects"], s["negatives"], s["utterances"], f"{s['minutes']:.1f}"))
+    t = stats["totals"]
+    rows.append(("all", t["subjects"], t["negatives"], t["utterances"], f"{t['minutes']:.1f}"))
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(str(c).rjust(w) for c, w in zip(r, widths)) for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.append("")
+    lines.append(f"shipped size: {stats['size_mb']:.1f} MB")
+    if stats.get("eer") is not None:
+        per = ", ".join(f"{k} {v:.2%}" for k, v in stats["eer_by_language"].items())
+        lines.append(f"subject EER ({stats['encoder']}): {stats['eer']:.2%} (by language: {per}), "
+                     f"threshold cos {stats['eer_threshold']:.3f}")
+    return "\n".join(lines)

@@ -1,0 +1,36 @@
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from palm_bench.corpus.embedded import DATA_DIR, SOURCE_DIR, load_embedded_corpus
+
+
+@pytest.fixture(scope="session")
+def corpus():
+    return load_embedded_corpus()
+
+
+@pytest.fixture
+def small_corpus_dir(tmp_path, corpus):
+    """A copy of a few embedded clips in the embedded layout (data/ + source/), to break."""
+    data, source = tmp_path / "data", tmp_path / "source"
+    shutil.copytree(SOURCE_DIR, source)
+    lines = []
+    for sid in ("en_s01", "en_s02", "zh_s01"):
+        for utt in corpus.utterances_of(sid)[:2]:
+            rel = Path("audio") / sid / utt.audio.name
+            (data / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(utt.audio, data / rel)
+            lines.append({"id": utt.id, "speaker": sid, "language": utt.language, "text": utt.text,
+                          "duration": utt.duration, "audio": rel.as_posix(),
+                          "sampling_rate": utt.sampling_rate, "voice": utt.voice})
+    (data / "manifest.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return tmp_path
+
+
+def tone(seconds=1.0, freq=220.0, sr=16000):
+    t = np.arange(int(seconds * sr)) / sr
+    return (0.3 * np.sin(2 * np.pi * freq * t)).astype(np.float32)

@@ -1,0 +1,66 @@
+import numpy as np
+import pytest
+
+from lalm_eval.audio.io import audio_hash, read_audio, resample, write_audio
+from lalm_eval.errors import AudioError
+from tests.conftest import tone
+
+
+@pytest.mark.parametrize("suffix,min_snr_db", [(".wav", 60), (".flac", 60), (".opus", 10)])
+def test_write_read_roundtrip_keeps_length_and_signal(tmp_path, suffix, min_snr_db):
+    x = tone(1.5)
+    path = write_audio(tmp_path / f"x{suffix}", x, 16000)
+    y, sr = read_audio(path)
+    assert sr == 16000 and len(y) == len(x)
+    snr_db = 10 * np.log10(np.sum(x**2) / np.sum((y - x) ** 2))
+    assert snr_db > min_snr_db
+
+
+def test_read_resamples_to_target_rate(tmp_path):
+    path = write_audio(tmp_path / "x.wav", tone(2.0, sr=8000), 8000)
+    y, sr = read_audio(path, target_sr=16000)
+    assert sr == 16000 and len(y) == 32000
+    z, sr_native = read_audio(path, target_sr=None)
+    assert sr_native == 8000 and len(z) == 16000
+
+
+def test_resample_preserves_frequency():
+    x = tone(1.0, freq=440.0, sr=22050)
+    y = resample(x, 22050, 16000)
+    peak_hz = np.argmax(np.abs(np.fft.rfft(y))) * 16000 / len(y)
+    assert abs(peak_hz - 440.0) < 2
+
+
+def test_stereo_is_averaged(tmp_path):
+    import soundfile as sf
+
+    stereo = np.stack([tone(1.0), np.zeros(16000, np.float32)], axis=1)
+    sf.write(tmp_path / "s.wav", stereo, 16000)
+    y, _ = read_audio(tmp_path / "s.wav")
+    assert y.ndim == 1 and np.allclose(y, stereo[:, 0] / 2, atol=1e-4)
+
+
+def test_missing_file_error_names_the_file(tmp_path):
+    with pytest.raises(AudioError, match="nope.wav: audio file not found"):
+        read_audio(tmp_path / "nope.wav")
+
+
+def test_corrupted_file_error_names_the_file(tmp_path):
+    bad = tmp_path / "broken.opus"
+    bad.write_bytes(b"OggS" + b"\x00garbage" * 50)
+    with pytest.raises(AudioError, match="broken.opus: cannot decode audio"):
+        read_audio(bad)
+
+
+def test_unsupported_suffix_is_rejected(tmp_path):
+    with pytest.raises(AudioError, match="unsupported audio suffix"):
+        write_audio(tmp_path / "x.mp3", tone(), 16000)
+
+
+def test_audio_hash_depends_on_samples_and_rate():
+    x = tone()
+    assert audio_hash(x, 16000) == audio_hash(x.copy(), 16000)
+    y = x.copy()
+    y[100] += 1e-3
+    assert audio_hash(y, 16000) != audio_hash(x, 16000)
+    assert audio_hash(x, 8000) != audio_hash(x, 16000)
