@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -69,32 +70,72 @@ _FORMATS = {
 }
 
 
+OGG_SERIAL = 0x4C414C4D  # fixed stream serial ("LALM") so that encoding is byte-reproducible
+_BIT_REVERSED_BYTES = bytes(int(f"{i:08b}"[::-1], 2) for i in range(256))
+
+
+def _ogg_crc(page: bytes) -> int:
+    """Ogg's CRC-32 (polynomial 0x04C11DB7, MSB-first, zero init, no final xor).
+
+    Computed with zlib's reflected CRC-32 on bit-reversed bytes (the same polynomial, mirrored),
+    which runs in C instead of a Python loop.
+    """
+    reflected = zlib.crc32(page.translate(_BIT_REVERSED_BYTES), 0xFFFFFFFF) ^ 0xFFFFFFFF
+    return int(f"{reflected:032b}"[::-1], 2)
+
+
+def fix_ogg_serial(data: bytes, serial: int = OGG_SERIAL) -> bytes:
+    """Rewrite the stream serial number of a single-stream Ogg file and re-checksum its pages.
+
+    libsndfile picks a random serial for every Ogg file it writes, so the same audio encodes to
+    different bytes each time; a fixed serial makes the encoding deterministic (decoding is
+    unaffected: only the serial and the page checksums change).
+    """
+    out = bytearray(data)
+    pos = 0
+    while pos < len(out):
+        if out[pos:pos + 4] != b"OggS":
+            raise AudioError(f"not an Ogg page at byte {pos}")
+        n_segments = out[pos + 26]
+        header_len = 27 + n_segments
+        page_len = header_len + sum(out[pos + 27:pos + header_len])
+        out[pos + 14:pos + 18] = serial.to_bytes(4, "little")
+        out[pos + 22:pos + 26] = b"\0\0\0\0"
+        crc = _ogg_crc(bytes(out[pos:pos + page_len]))
+        out[pos + 22:pos + 26] = crc.to_bytes(4, "little")
+        pos += page_len
+    return bytes(out)
+
+
 def write_audio(path: str | Path, audio: np.ndarray, sr: int = TARGET_SR,
-                bitrate_mode: str | None = None, compression_level: float | None = None) -> Path:
-    """Write mono float audio; the format follows the suffix (.wav, .flac, .opus, .ogg)."""
+                compression_level: float | None = None) -> Path:
+    """Write mono float audio; the format follows the suffix (.wav, .flac, .opus, .ogg).
+
+    The bytes are a function of the samples alone (Ogg serials are fixed), so writing the same
+    audio twice gives identical files.
+    """
     path = Path(path)
     try:
         fmt, subtype = _FORMATS[path.suffix.lower()]
     except KeyError:
         raise AudioError(f"{path}: unsupported audio suffix; use one of {sorted(_FORMATS)}") from None
     path.parent.mkdir(parents=True, exist_ok=True)
-    audio = np.clip(np.asarray(audio, dtype=np.float32), -1.0, 1.0)
-    kwargs = {}
-    if bitrate_mode is not None:
-        kwargs["bitrate_mode"] = bitrate_mode
-    if compression_level is not None:
-        kwargs["compression_level"] = compression_level
-    sf.write(path, audio, sr, format=fmt, subtype=subtype, **kwargs)
+    path.write_bytes(encode_audio(audio, sr, path.suffix.lower()[1:], compression_level=compression_level))
     return path
 
 
-def encode_audio(audio: np.ndarray, sr: int = TARGET_SR, fmt: str = "flac") -> bytes:
-    """Encode mono float audio to in-memory bytes (FLAC by default: lossless, compact)."""
+def encode_audio(audio: np.ndarray, sr: int = TARGET_SR, fmt: str = "flac",
+                 compression_level: float | None = None) -> bytes:
+    """Encode mono float audio to bytes, deterministically (``fmt``: wav, flac, opus, ogg)."""
+    if "." + fmt not in _FORMATS:
+        raise AudioError(f"unsupported audio format {fmt!r}; use one of {sorted(f[1:] for f in _FORMATS)}")
     fmt_name, subtype = _FORMATS["." + fmt]
+    kwargs = {} if compression_level is None else {"compression_level": compression_level}
     buf = io.BytesIO()
     sf.write(buf, np.clip(np.asarray(audio, dtype=np.float32), -1.0, 1.0), sr,
-             format=fmt_name, subtype=subtype)
-    return buf.getvalue()
+             format=fmt_name, subtype=subtype, **kwargs)
+    data = buf.getvalue()
+    return fix_ogg_serial(data) if fmt_name == "OGG" else data
 
 
 def audio_hash(audio: np.ndarray, sr: int) -> str:

@@ -12,16 +12,14 @@ line and field.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from functools import lru_cache
 from pathlib import Path
 
-import numpy as np
 import yaml
 
-from lalm_eval.audio.io import TARGET_SR, read_audio
 from lalm_eval.errors import DataError
+from palm_bench.corpus.types import Corpus, Speaker, Utterance
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 SOURCE_DIR = PACKAGE_DIR / "source"
@@ -31,71 +29,6 @@ MANIFEST_FIELDS = ("id", "speaker", "language", "text", "duration", "audio", "sa
 PROFILE_FIELDS = ("age", "occupation", "personality", "interests", "speaking_style", "intro")
 INTEREST_FIELDS = ("movie", "music", "hobby", "food", "books", "pet", "sports", "academic", "tech")
 ROLES = ("subject", "negative")
-
-
-@dataclasses.dataclass(frozen=True)
-class Speaker:
-    id: str
-    role: str  # "subject" or "negative"
-    language: str  # "en" or "zh"
-    gender: str
-    name: str | None = None  # subjects only
-    name_latin: str | None = None  # romanised name of a Mandarin subject
-    profile: dict | None = None  # subjects only: PALM Table 11 fields
-    persona: str | None = None  # negatives only: what their talk is about
-    texts: tuple[str, ...] = ()  # authored utterances, in order
-
-
-@dataclasses.dataclass(frozen=True)
-class Utterance:
-    id: str
-    speaker: str
-    language: str
-    text: str
-    duration: float
-    audio: Path  # absolute path of the clip
-    sampling_rate: int
-    voice: dict  # the voice recipe it was rendered with
-
-    def load_audio(self, target_sr: int | None = TARGET_SR) -> np.ndarray:
-        return read_audio(self.audio, target_sr=target_sr)[0]
-
-
-@dataclasses.dataclass
-class Corpus:
-    speakers: dict[str, Speaker]
-    utterances: list[Utterance]
-    root: Path
-    render_info: dict = dataclasses.field(default_factory=dict)
-
-    def subjects(self, language: str | None = None) -> list[Speaker]:
-        return [s for s in self.speakers.values()
-                if s.role == "subject" and (language is None or s.language == language)]
-
-    def negatives(self, language: str | None = None) -> list[Speaker]:
-        return [s for s in self.speakers.values()
-                if s.role == "negative" and (language is None or s.language == language)]
-
-    def utterances_of(self, speaker_id: str) -> list[Utterance]:
-        if speaker_id not in self.speakers:
-            raise KeyError(f"unknown speaker id {speaker_id!r}; known: {', '.join(sorted(self.speakers))}")
-        return [u for u in self.utterances if u.speaker == speaker_id]
-
-    def languages(self) -> list[str]:
-        return sorted({s.language for s in self.speakers.values()})
-
-    def to_lhotse(self):
-        """The corpus as lhotse ``(RecordingSet, SupervisionSet)`` manifests."""
-        from lhotse import Recording, RecordingSet, SupervisionSegment, SupervisionSet
-
-        recordings, supervisions = [], []
-        for u in self.utterances:
-            recordings.append(Recording.from_file(u.audio, recording_id=u.id))
-            supervisions.append(SupervisionSegment(
-                id=u.id, recording_id=u.id, start=0.0, duration=recordings[-1].duration,
-                channel=0, text=u.text, language=u.language, speaker=u.speaker,
-                gender=self.speakers[u.speaker].gender, custom={"voice": u.voice}))
-        return RecordingSet.from_recordings(recordings), SupervisionSet.from_segments(supervisions)
 
 
 def _require(mapping: dict, fields, file, where: str, line: int | None = None) -> None:

@@ -1,0 +1,42 @@
+"""Export and publish: Parquet shards, dataset cards, Hub push (shared by the PALM and MSU builders).
+
+Typical use::
+
+    files = export_dataset_dict({"en": dataset_dict_en, "zh": dataset_dict_zh}, out_dir)
+    yaml_text = front_matter(files, default_config="en", license="cc-by-4.0")
+    write_card(out_dir, render_card("palm.md.j2", {"configs_yaml": yaml_text, ...}))
+    check_card(out_dir)
+    push_folder(out_dir, "org/name", dry_run=True)
+"""
+
+from lalm_eval.hub.card import (
+    CARD_NAME,
+    CardError,
+    check_card,
+    configs_yaml_block,
+    feature_rows,
+    front_matter,
+    render_card,
+    validate_card,
+    write_card,
+)
+from lalm_eval.hub.parquet import export_dataset_dict, file_sha256, write_split
+from lalm_eval.hub.push import PushReport, push_folder, upload_files
+
+__all__ = [
+    "CARD_NAME",
+    "CardError",
+    "PushReport",
+    "check_card",
+    "configs_yaml_block",
+    "export_dataset_dict",
+    "feature_rows",
+    "file_sha256",
+    "front_matter",
+    "push_folder",
+    "render_card",
+    "upload_files",
+    "validate_card",
+    "write_card",
+    "write_split",
+]

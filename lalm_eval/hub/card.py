@@ -1,0 +1,188 @@
+"""Dataset cards: the ``configs:`` front matter, Jinja2 rendering, and validation.
+
+A card is the ``README.md`` beside the Parquet shards. Its YAML front matter lists, per config,
+the files of each split (``configs: [{config_name, data_files: [{split, path}]}]``); that list is
+what lets ``load_dataset(folder_or_repo, config)`` find the shards without a loading script.
+Templates live in ``hub_cards/`` (found by :func:`lalm_eval.resources.hub_cards_dir`) and receive
+the front matter already dumped as ``configs_yaml``; they place it between ``---`` lines.
+"""
+
+from __future__ import annotations
+
+import glob
+from pathlib import Path
+
+import datasets
+import jinja2
+import yaml
+from huggingface_hub import DatasetCard, DatasetCardData
+
+from lalm_eval.errors import ConfigError
+from lalm_eval.resources import hub_cards_dir
+
+CARD_NAME = "README.md"
+_GLOB_CHARS = "*?["
+
+
+class CardError(ConfigError):
+    """A dataset card is invalid; names the card file and the front-matter field at fault."""
+
+    def __init__(self, file, message: str, field: str | None = None, problems: list[str] | None = None):
+        self.file, self.field, self.problems = str(file), field, list(problems or [message])
+        what = f" field {field!r}:" if field else ""
+        super().__init__(f"{self.file}:{what} {message}")
+
+
+def configs_yaml_block(files: dict[str, dict[str, list[str]]], default_config: str | None = None) -> list[dict]:
+    """The card's ``configs:`` list from ``{config: {split: [relative paths]}}``.
+
+    ``default_config`` (else the first config) gets ``default: true``.
+    """
+    if not files:
+        raise ConfigError("no configs to describe: the files mapping is empty")
+    default = default_config if default_config is not None else next(iter(files))
+    if default not in files:
+        raise ConfigError(f"default_config {default!r} is not one of the configs {sorted(files)}")
+    block = []
+    for name, splits in files.items():
+        entry: dict = {"config_name": name}
+        if name == default:
+            entry["default"] = True
+        entry["data_files"] = [{"split": split, "path": paths[0] if len(paths) == 1 else list(paths)}
+                               for split, paths in splits.items()]
+        block.append(entry)
+    return block
+
+
+def front_matter(files: dict[str, dict[str, list[str]]], default_config: str | None = None, **extra) -> str:
+    """YAML text of the front matter (``extra`` keys such as ``license`` first, then ``configs``),
+    ready to pass to :func:`render_card` as ``configs_yaml``."""
+    data = {**extra, "configs": configs_yaml_block(files, default_config)}
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True).rstrip("\n")
+
+
+def feature_rows(features: datasets.Features) -> list[dict]:
+    """``[{name, type}]`` for a card's features table (``Audio`` shows its sampling rate)."""
+    def describe(feature) -> str:
+        if isinstance(feature, datasets.Audio):
+            return f"Audio ({feature.sampling_rate} Hz)" if feature.sampling_rate else "Audio"
+        if isinstance(feature, datasets.Value):
+            return feature.dtype
+        if isinstance(feature, datasets.ClassLabel):
+            return "ClassLabel (" + ", ".join(feature.names) + ")"
+        if isinstance(feature, datasets.List):
+            return f"list of {describe(feature.feature)}"
+        if isinstance(feature, dict):
+            return "struct {" + ", ".join(f"{k}: {describe(v)}" for k, v in feature.items()) + "}"
+        return type(feature).__name__
+
+    return [{"name": name, "type": describe(feature)} for name, feature in features.items()]
+
+
+def render_card(template_name: str, context: dict) -> str:
+    """Render ``hub_cards/<template_name>`` with ``context``; a missing variable is an error."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(hub_cards_dir())),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    try:
+        return env.get_template(template_name).render(**context)
+    except jinja2.TemplateNotFound as err:
+        raise ConfigError(f"card template {template_name!r} not found in {hub_cards_dir()}") from err
+    except jinja2.UndefinedError as err:
+        raise ConfigError(f"card template {template_name!r}: {err}") from err
+
+
+def write_card(out_dir, text: str) -> Path:
+    """Write ``text`` as ``<out_dir>/README.md`` (UTF-8, LF) and return the path."""
+    path = Path(out_dir) / CARD_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8", newline="\n")
+    return path
+
+
+def _paths_of(data_files) -> list[tuple[str, str]]:
+    """``(field suffix, path)`` for every path in one config's ``data_files`` (all HF forms)."""
+    if isinstance(data_files, str):
+        return [("", data_files)]
+    if isinstance(data_files, dict):  # {split: path or [paths]}
+        data_files = [{"split": k, "path": v} for k, v in data_files.items()]
+    out = []
+    for i, item in enumerate(data_files or []):
+        if isinstance(item, str):
+            out.append((f"[{i}]", item))
+            continue
+        paths = item.get("path") if isinstance(item, dict) else None
+        for j, path in enumerate([paths] if isinstance(paths, str) else (paths or [None])):
+            out.append((f"[{i}].path" + (f"[{j}]" if not isinstance(paths, str) else ""), path))
+    return out
+
+
+def _card_problems(out_dir: Path) -> list[tuple[str | None, str]]:
+    card = out_dir / CARD_NAME
+    if not card.is_file():
+        return [(None, "card not found")]
+    text = card.read_text(encoding="utf-8")
+    if not text.startswith("---"):
+        return [(None, "no YAML front matter (the card must start with a '---' line)")]
+    try:
+        data: DatasetCardData = DatasetCard(text).data
+    except (yaml.YAMLError, ValueError) as err:
+        return [(None, f"front matter is not valid YAML: {' '.join(str(err).split())}")]
+    configs = getattr(data, "configs", None)
+    if not isinstance(configs, list) or not configs:
+        return [("configs", "missing or empty: load_dataset would not find the shards")]
+    problems, names, defaults = [], set(), 0
+    for c, config in enumerate(configs):
+        field = f"configs[{c}]"
+        if not isinstance(config, dict) or not config.get("config_name"):
+            problems.append((field, "needs a config_name"))
+            continue
+        name = config["config_name"]
+        if name in names:
+            problems.append((f"{field}.config_name", f"duplicate config_name {name!r}"))
+        names.add(name)
+        defaults += bool(config.get("default"))
+        if not config.get("data_files"):
+            problems.append((f"{field}.data_files", f"config {name!r} has no data_files"))
+        for suffix, rel in _paths_of(config.get("data_files")):
+            where = f"{field}.data_files{suffix}"
+            if not isinstance(rel, str) or not rel:
+                problems.append((where, "missing path"))
+                continue
+            matches = (sorted(glob.glob(str(out_dir / rel), recursive=True))
+                       if any(ch in rel for ch in _GLOB_CHARS) else [str(out_dir / rel)])
+            found = [m for m in matches if Path(m).is_file()]
+            if not found:
+                problems.append((where, f"{rel!r} not found in {out_dir}"))
+            problems.extend((where, f"{Path(m).relative_to(out_dir).as_posix()!r} is empty")
+                            for m in found if Path(m).stat().st_size == 0)
+    if defaults > 1:
+        problems.append(("configs", f"{defaults} configs are marked default: true (at most one)"))
+    return problems
+
+
+def _format(field: str | None, message: str) -> str:
+    return f"{CARD_NAME}:" + (f" field {field!r}:" if field else "") + f" {message}"
+
+
+def validate_card(out_dir) -> list[str]:
+    """Problems with ``<out_dir>/README.md`` and the files it lists; an empty list means valid."""
+    return [_format(field, msg) for field, msg in _card_problems(Path(out_dir))]
+
+
+def check_card(out_dir) -> Path:
+    """Like :func:`validate_card` but raises :class:`CardError` (naming the card file and the
+    first problem's field; ``.problems`` holds them all); returns the card's path when valid."""
+    out_dir = Path(out_dir)
+    problems = _card_problems(out_dir)
+    if problems:
+        (field, message), rest = problems[0], problems[1:]
+        if rest:
+            message += f" (and {len(rest)} more: " + "; ".join(
+                (f"{f}: {m}" if f else m) for f, m in rest) + ")"
+        raise CardError(out_dir / CARD_NAME, message, field=field,
+                        problems=[_format(f, m) for f, m in problems])
+    return out_dir / CARD_NAME
