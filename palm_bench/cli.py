@@ -1,7 +1,8 @@
 """``palm-bench``: the PALM-Bench command line.
 
-Subcommands: ``corpus-info`` (statistics of the embedded or a rendered corpus). The dataset
-build, export and push commands arrive with the builder.
+Subcommands: ``corpus-info`` (statistics of the embedded or a rendered corpus), ``build``
+(dataset → Parquet + card) and ``push`` (upload to the Hub; token from ``HF_TOKEN`` or the
+cached login, never printed).
 """
 
 from __future__ import annotations
@@ -26,6 +27,36 @@ def _corpus_info(args) -> int:
     return 0
 
 
+def _build(args) -> int:
+    import logging
+
+    from palm_bench.config import load_preset, parse_override
+    from palm_bench.export import build
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    overrides = dict(parse_override(s) for s in args.set)
+    cfg = load_preset(args.preset, overrides)
+    options = dict(parse_override(s) for s in args.corpus_option)
+    tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
+    info = build(args.out, cfg, corpus=args.corpus, corpus_dir=args.corpus_dir, corpus_options=options,
+                 work_dir=None if args.no_cache else DEFAULT_CACHE, tasks=tasks, repo_id=args.repo_id)
+    st = info["stats"]
+    print(f"wrote {args.out}: {st['total_samples']} samples ({st['total_sample_hours']:.2f} h) from "
+          f"{st['unique_audios']} clips in {info['seconds']['total']:.0f} s; "
+          f"{info['bytes_per_sample'] / 1000:.1f} kB/sample; load with "
+          f"datasets.load_dataset({str(args.out)!r}, 'recognition')")
+    return 0
+
+
+def _push(args) -> int:
+    from lalm_eval.hub.push import push_folder
+
+    report = push_folder(args.dir, args.repo_id, private=args.private, dry_run=args.dry_run,
+                         revision=args.revision)
+    print(report.summary())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="palm-bench", description="PALM-Bench: personalized audio-LLM benchmark")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -36,6 +67,29 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--no-eer", action="store_true", help="skip the speaker-embedding EER")
     info.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
     info.set_defaults(func=_corpus_info)
+
+    b = sub.add_parser("build", help="build PALM-Bench and export Parquet + dataset card")
+    b.add_argument("--out", default="palm-bench", help="output folder (default: ./palm-bench, so that "
+                   "load_dataset('palm-bench', 'recognition') finds it)")
+    b.add_argument("--preset", default="small", help="small | paper | a YAML file (default: small)")
+    b.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a build knob, e.g. --set seed=3 --set templates_per_audio=4")
+    b.add_argument("--corpus", default="embedded", choices=["embedded", "ncssd", "folder"])
+    b.add_argument("--corpus-dir", help="corpus folder (ncssd / folder; or a rendered embedded layout)")
+    b.add_argument("--corpus-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="reader option, e.g. --corpus-option speaker_map=map.tsv --corpus-option language=en")
+    b.add_argument("--tasks", default="recognition,captioning,reasoning")
+    b.add_argument("--repo-id", help="Hub id named in the card's loading snippet")
+    b.add_argument("--no-cache", action="store_true", help="do not use the embedding/description cache")
+    b.set_defaults(func=_build)
+
+    p = sub.add_parser("push", help="upload a built folder to the Hugging Face Hub as a dataset")
+    p.add_argument("dir", type=Path)
+    p.add_argument("--repo-id", required=True)
+    p.add_argument("--private", action="store_true")
+    p.add_argument("--revision")
+    p.add_argument("--dry-run", action="store_true", help="validate the card and list the files; upload nothing")
+    p.set_defaults(func=_push)
     return ap
 
 

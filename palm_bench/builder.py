@@ -1,0 +1,124 @@
+"""PALM-Bench as a ``datasets.GeneratorBasedBuilder``: configs ``recognition``, ``captioning``,
+``reasoning`` and ``all``, splits ``train`` and ``test``.
+
+``datasets`` 5 has no loading scripts, so the builder is used as an imported class (the
+``palm-bench build`` command does it and exports Parquet + card)::
+
+    builder = PalmBench(config_name="recognition", cache_dir=tmp, build=load_preset("small"))
+    builder.download_and_prepare()
+    ds = builder.as_dataset()
+
+Audio duplication: each composed audio carries several QA samples (``templates_per_audio``,
+default 8). Every row embeds its audio bytes so any row stands alone, but the audio is rendered
+and encoded once per composed clip and its rows are written next to each other, so the Parquet
+export stores one copy per row group (dictionary encoding); see ``bench/palm_build.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+
+import datasets
+
+from lalm_eval.audio.io import TARGET_SR, encode_audio
+from palm_bench.config import BuildConfig
+from palm_bench.plan import BuildPlan, make_plan
+from palm_bench.scenes import compose
+
+log = logging.getLogger(__name__)
+
+TASKS = ("recognition", "captioning", "reasoning")
+_SPAN = {"speaker_id": datasets.Value("string"), "name": datasets.Value("string"),
+         "clip_id": datasets.Value("string"), "start": datasets.Value("float32"), "end": datasets.Value("float32")}
+_NEGATIVE = {"for_subject": datasets.Value("string"), "speaker": datasets.Value("string"),
+             "clip": datasets.Value("string"), "stratum": datasets.Value("string"),
+             "similarity": datasets.Value("float32")}
+_SUBJECT = {"id": datasets.Value("string"), "name": datasets.Value("string"),
+            "hd": datasets.Value("string"), "ad": datasets.Value("string")}
+FEATURES = datasets.Features({
+    "id": datasets.Value("string"),
+    "audio_id": datasets.Value("string"),  # the composed clip; shared by its template samples
+    "task": datasets.Value("string"),
+    "language": datasets.Value("string"),
+    "audio": datasets.Audio(sampling_rate=TARGET_SR),
+    "duration": datasets.Value("float32"),
+    "question": datasets.Value("string"),
+    "answer": datasets.Value("string"),
+    "template_id": datasets.Value("string"),
+    "n_speakers": datasets.Value("int32"),
+    "target": datasets.Value("string"),  # the subject's name
+    "target_id": datasets.Value("string"),
+    "queried": datasets.List(datasets.Value("string")),  # names asked about, in question order
+    "queried_ids": datasets.List(datasets.Value("string")),
+    "present": datasets.List(datasets.Value("string")),  # queried names who speak in the audio
+    "absent": datasets.List(datasets.Value("string")),
+    "label": datasets.Value("string"),  # positive (all queried present) | negative (none) | mixed
+    "negative_stratum": datasets.Value("string"),  # hardest stratum standing in for an absent name
+    "negative_similarity": datasets.Value("float32"),
+    "negatives": datasets.List(_NEGATIVE),
+    "augmentation": datasets.Value("string"),  # JSON record of the applied augmentation, or ""
+    "source_clips": datasets.List(datasets.Value("string")),
+    "speakers": datasets.List(_SPAN),  # who speaks when in the mix
+    "subjects": datasets.List(_SUBJECT),  # queried subjects' HD and AD (prompt strategies)
+    "profile": datasets.Value("string"),  # reasoning: the target's profile as text
+    "evidence": datasets.List({"field": datasets.Value("string"), "value": datasets.Value("string")}),
+})
+
+
+@dataclasses.dataclass
+class PalmBenchConfig(datasets.BuilderConfig):
+    tasks: tuple[str, ...] = TASKS
+    build: BuildConfig | None = None
+    corpus: str = "embedded"  # embedded | ncssd | folder
+    corpus_dir: str | None = None
+    corpus_options: dict = dataclasses.field(default_factory=dict)
+    work_dir: str | None = None  # embedding and acoustic-description caches
+
+
+class PalmBench(datasets.GeneratorBasedBuilder):
+    BUILDER_CONFIG_CLASS = PalmBenchConfig
+    BUILDER_CONFIGS = [PalmBenchConfig(name=t, tasks=(t,), description=f"PALM-Bench {t}") for t in TASKS] + [
+        PalmBenchConfig(name="all", tasks=TASKS, description="PALM-Bench, all three tasks")]
+    DEFAULT_CONFIG_NAME = "recognition"
+    DEFAULT_WRITER_BATCH_SIZE = 64
+
+    def _info(self) -> datasets.DatasetInfo:
+        return datasets.DatasetInfo(
+            description="PALM-Bench: personalized audio-LLM recognition, captioning and reasoning",
+            features=FEATURES, citation=CITATION, license="see the corpus licence")
+
+    @property
+    def build_plan(self) -> BuildPlan:
+        if getattr(self, "_plan", None) is None:
+            cfg = self.config.build or BuildConfig()
+            self._plan = make_plan(cfg, corpus=self.config.corpus, corpus_dir=self.config.corpus_dir,
+                                   corpus_options=self.config.corpus_options,
+                                   work_dir=Path(self.config.work_dir) if self.config.work_dir else None)
+        return self._plan
+
+    def _split_generators(self, dl_manager):
+        return [datasets.SplitGenerator(name=split, gen_kwargs={"split": split})
+                for split in (datasets.Split.TRAIN, datasets.Split.TEST)]
+
+    def _generate_examples(self, split):
+        plan = self.build_plan
+        cfg = plan.config
+        index = 0
+        for audio_plan in plan.audios[str(split)]:
+            if audio_plan.task not in self.config.tasks:
+                continue
+            mix, spans = compose(audio_plan, cfg.silence_s)
+            audio = {"bytes": encode_audio(mix, TARGET_SR, cfg.audio_format), "path": f"{audio_plan.key}.{cfg.audio_format}"}
+            for row in plan.rows(audio_plan, spans, len(mix) / TARGET_SR):
+                yield datasets.builder.Key(0, index), {**row, "audio": audio}
+                index += 1
+
+
+CITATION = """@article{wang2026palmbench,
+  title   = {PALM-Bench: A Comprehensive Benchmark for Personalized Audio-Language Models},
+  author  = {Wang, Yuwen and Qian, Xinyuan and Zhang, Tian-Hao and Gao, Jiaran and Pan, Yuchen and
+             Wang, Xin and Pan, Zhou and Wei, Chen and Wang, Yiming},
+  year    = {2026}
+}"""

@@ -1,0 +1,60 @@
+"""Human (HD) and acoustic (AD) descriptions of the subjects, as used by the HD/AD prompt
+strategies (PALM-Bench §5.1, Table 22).
+
+- HD comes from data: ``human_descriptions.yaml`` beside a corpus's speaker files (the embedded
+  corpus ships one), keyed by subject id and language. A subject without one gets ``""``.
+- AD is measured from the subject's *train-split* clips (its reference speech) by
+  :mod:`palm_bench.acoustic` and written as text, so every figure in it is measured. Measuring
+  pitch is slow (librosa pyin), so results are cached on disk by the clips' content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import yaml
+
+from palm_bench.corpus.types import Corpus, Utterance
+
+AD_MAX_SECONDS = 12.0  # speech measured per subject (a few clips)
+AD_CACHE_VERSION = "1"
+
+
+def load_human_descriptions(path: Path) -> dict[str, str]:
+    """``{subject id: HD text}`` from a YAML of ``{id: {en|zh: text}}``; empty if absent."""
+    if not path.is_file():
+        return {}
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return {sid: next(iter(texts.values())) for sid, texts in data.items() if texts}
+
+
+def acoustic_descriptions(corpus: Corpus, reference_clips: dict[str, list[Utterance]],
+                          cache_dir: Path | None = None) -> dict[str, str]:
+    """``{subject id: AD text}`` measured on each subject's reference clips (cached)."""
+    from palm_bench.acoustic import describe_voice, measure_voice
+
+    out = {}
+    for subject in sorted(s.id for s in corpus.subjects() if s.id in reference_clips):
+        clips = reference_clips[subject]
+        language = corpus.speakers[subject].language
+        key = hashlib.sha256(json.dumps([AD_CACHE_VERSION, language, AD_MAX_SECONDS]
+                                        + [(c.id, c.text, c.duration) for c in clips]).encode()).hexdigest()
+        path = cache_dir / "acoustic_descriptions" / f"{key}.txt" if cache_dir else None
+        if path is not None and path.is_file():
+            out[subject] = path.read_text(encoding="utf-8")
+            continue
+        chosen, total = [], 0.0
+        for clip in clips:  # deterministic: clips in split order until the budget is used
+            if total >= AD_MAX_SECONDS:
+                break
+            chosen.append(clip)
+            total += clip.duration
+        meas = measure_voice([c.load_audio() for c in chosen], [c.text for c in chosen], language,
+                             max_seconds=AD_MAX_SECONDS)
+        out[subject] = describe_voice(meas, language)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(out[subject], encoding="utf-8")
+    return out

@@ -1,0 +1,111 @@
+"""``palm-bench build``: run the builder for each task config and export Parquet + card.
+
+Output layout (what ``load_dataset(out_dir, "<config>")`` and the Hub expect)::
+
+    out_dir/README.md                      card with the `configs:` block (+ `all` = the union)
+    out_dir/<task>/<split>-0000i-of-0000N.parquet
+    out_dir/build_info.json                config, statistics, plan log, timings, shard hashes
+
+The Arrow cache of the builder lives in a temporary folder and is removed after export.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from lalm_eval.hub.card import feature_rows, front_matter, render_card, write_card
+from lalm_eval.hub.parquet import export_dataset_dict, file_sha256
+from palm_bench.builder import CITATION, FEATURES, TASKS, PalmBench
+from palm_bench.config import BuildConfig
+from palm_bench.plan import make_plan
+from palm_bench.stats import COLUMNS, collect
+
+log = logging.getLogger(__name__)
+
+DEFAULT_OUT = "palm-bench"  # so that load_dataset("palm-bench", ...) finds it from the same folder
+EMBEDDED_NOTE = (
+    "**Source: the lalm-eval embedded corpus.** All speech is synthetic: 18 fictional subjects "
+    "(12 English, 6 Mandarin) and 14 negative-pool voices rendered by lalm-eval with Debian's "
+    "espeak-ng, flite and festival voices (some pitch/tempo-shifted), from text written for the "
+    "project. Profiles and human descriptions are authored; acoustic descriptions are measured "
+    "from the audio. Use it to exercise pipelines and compare systems; it is not natural speech.")
+EMBEDDED_LICENCE = ("Text, profiles and rendered audio: written and rendered for lalm-eval (same "
+                    "licence as the package). Voices: espeak-ng (GPL-3.0), flite and festival "
+                    "voices (BSD-style CMU/Edinburgh licences).")
+CORPUS_LICENCE = {
+    "ncssd": "Built from NCSSD (CC-BY-NC-4.0, gated): non-commercial use; cite the NCSSD authors.",
+    "folder": "Built from a user-supplied corpus: its licence applies.",
+}
+
+
+def build(out_dir: str | Path, cfg: BuildConfig, corpus: str = "embedded", corpus_dir: str | None = None,
+          corpus_options: dict | None = None, work_dir: str | Path | None = None,
+          tasks: tuple[str, ...] = TASKS, repo_id: str | None = None) -> dict:
+    """Build, export and describe; returns the ``build_info`` dictionary."""
+    out_dir, t0 = Path(out_dir), time.perf_counter()
+    work = Path(work_dir) if work_dir else None
+    plan = make_plan(cfg, corpus=corpus, corpus_dir=corpus_dir, corpus_options=corpus_options, work_dir=work)
+    t_plan = time.perf_counter()
+    datasets_by_task = {}
+    with tempfile.TemporaryDirectory(prefix="palm_arrow_") as tmp:
+        for task in tasks:
+            builder = PalmBench(config_name=task, cache_dir=tmp, build=cfg, corpus=corpus,
+                                corpus_dir=corpus_dir, corpus_options=corpus_options or {},
+                                work_dir=str(work) if work else None)
+            builder._plan = plan  # planned once for all configs (same seed, same plan)
+            builder.download_and_prepare()
+            datasets_by_task[task] = builder.as_dataset()
+        t_gen = time.perf_counter()
+        files = export_dataset_dict(datasets_by_task, out_dir)
+        splits = sorted({split for dd in datasets_by_task.values() for split in dd})
+        stats = collect({split: _split_rows(datasets_by_task, split) for split in splits})
+    t_export = time.perf_counter()
+    files_all = dict(files)
+    files_all["all"] = {split: sorted(p for t in files for p in files[t].get(split, []))
+                        for split in ("train", "test")}
+    card = render_card("palm.md.j2", _card_context(plan, cfg, files_all, stats, corpus, repo_id))
+    write_card(out_dir, card)
+    n_rows = stats["total_samples"]
+    shard_paths = sorted(out_dir.glob("*/*.parquet"))
+    total_bytes = sum(p.stat().st_size for p in shard_paths)
+    info = {
+        "config": cfg.to_dict(), "corpus": corpus, "corpus_dir": corpus_dir, "stats": stats,
+        "plan": plan.stats, "bytes_per_sample": round(total_bytes / max(n_rows, 1)),
+        "parquet_bytes": total_bytes,
+        "seconds": {"plan": round(t_plan - t0, 2), "generate": round(t_gen - t_plan, 2),
+                    "export": round(t_export - t_gen, 2), "total": round(time.perf_counter() - t0, 2)},
+        "shards": {p.relative_to(out_dir).as_posix(): file_sha256(p) for p in shard_paths},
+    }
+    (out_dir / "build_info.json").write_text(json.dumps(info, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    return info
+
+
+def _split_rows(datasets_by_task: dict, split: str):
+    for dd in datasets_by_task.values():
+        if split in dd:
+            yield from dd[split].select_columns(COLUMNS)
+
+
+def _card_context(plan, cfg: BuildConfig, files: dict, stats: dict, corpus: str, repo_id: str | None) -> dict:
+    languages = sorted({a.language for audios in plan.audios.values() for a in audios})
+    return {
+        "configs_yaml": front_matter(
+            files, default_config="recognition", license="other", language=languages,
+            task_categories=["audio-classification", "automatic-speech-recognition", "question-answering"],
+            tags=["speaker-recognition", "personalization", "audio-language-models", "synthetic"
+                  if corpus == "embedded" else "speech"],
+            pretty_name="PALM-Bench"),
+        "corpus_name": "embedded corpus" if corpus == "embedded" else corpus,
+        "corpus_note": EMBEDDED_NOTE if corpus == "embedded" else f"Built from the `{corpus}` corpus.",
+        "licence_note": EMBEDDED_LICENCE if corpus == "embedded" else CORPUS_LICENCE.get(corpus, ""),
+        "stats": stats, "encoder": plan.stats["encoder"], "features": feature_rows(FEATURES),
+        "audio_format": cfg.audio_format, "templates_per_audio": cfg.templates_per_audio,
+        "build_yaml": yaml.safe_dump(cfg.to_dict(), sort_keys=False, allow_unicode=True).rstrip(),
+        "repo_id": repo_id or DEFAULT_OUT, "citation": CITATION,
+    }

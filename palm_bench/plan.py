@@ -1,0 +1,130 @@
+"""From a corpus and a build config to the full plan of a PALM-Bench build (no audio yet).
+
+``make_plan`` loads the corpus, splits its clips (no clip in two splits), embeds every clip with
+the speaker encoder, grades negatives per split against each subject's train-split reference,
+measures the subjects' acoustic descriptions and plans every composed audio. ``BuildPlan.rows``
+turns one planned audio into its dataset rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+from pathlib import Path
+
+from lalm_eval.audio.speaker import get_speaker_encoder
+from palm_bench.config import BuildConfig
+from palm_bench.corpus.types import Corpus
+from palm_bench.descriptions import acoustic_descriptions, load_human_descriptions
+from palm_bench.negatives import build_pool, embed_clips, reference_embeddings
+from palm_bench.samples import AudioPlan, SplitPlanner
+from palm_bench.splits import SPLITS, split_clips
+
+log = logging.getLogger(__name__)
+STRATUM_ORDER = {"hard": 0, "semi-hard": 1, "medium": 2, "easy": 3}
+
+
+def load_corpus_by_kind(kind: str, corpus_dir: str | None, options: dict) -> tuple[Corpus, Path | None]:
+    """The corpus and the folder holding its ``human_descriptions.yaml`` (if any)."""
+    if kind == "embedded":
+        from palm_bench.corpus.embedded import SOURCE_DIR, load_corpus, load_embedded_corpus
+
+        if corpus_dir:
+            return load_corpus(Path(corpus_dir) / "data", Path(corpus_dir) / "source"), Path(corpus_dir) / "source"
+        return load_embedded_corpus(), SOURCE_DIR
+    if corpus_dir is None:
+        raise ValueError(f"corpus {kind!r} needs a corpus folder (--corpus-dir)")
+    if kind == "ncssd":
+        from palm_bench.corpus.ncssd import prepare_ncssd
+
+        return prepare_ncssd(corpus_dir, **options), Path(corpus_dir)
+    if kind == "folder":
+        from palm_bench.corpus.folder import prepare_folder
+
+        return prepare_folder(corpus_dir, **options), Path(corpus_dir)
+    raise ValueError(f"unknown corpus kind {kind!r}; expected embedded, ncssd or folder")
+
+
+@dataclasses.dataclass
+class BuildPlan:
+    config: BuildConfig
+    corpus: Corpus
+    audios: dict[str, list[AudioPlan]]
+    descriptions: dict[str, dict[str, str]]  # subject id -> {"hd", "ad"}
+    stats: dict
+
+    def rows(self, plan: AudioPlan, spans, duration: float):
+        """The dataset rows (without the audio column) of one planned audio."""
+        speakers = self.corpus.speakers
+        target = speakers[plan.target]
+        name = lambda sid: speakers[sid].name or ""  # noqa: E731 - negatives have no name
+        span_rows = [{"speaker_id": s.speaker, "name": name(s.speaker), "clip_id": s.clip,
+                      "start": round(s.start, 3), "end": round(s.end, 3)} for s in spans]
+        for j, qa in enumerate(plan.qas):
+            worst = _hardest(plan.negatives, qa.absent)
+            label = "positive" if not qa.absent else "negative" if not qa.present else "mixed"
+            yield {
+                "id": f"{plan.key}-{j}", "audio_id": plan.key, "task": plan.task, "language": plan.language,
+                "duration": round(duration, 3), "question": qa.question, "answer": qa.answer,
+                "template_id": qa.template_id, "n_speakers": len(plan.clips),
+                "target": target.name or "", "target_id": plan.target,
+                "queried": [name(s) for s in qa.queried], "queried_ids": list(qa.queried),
+                "present": [name(s) for s in qa.present], "absent": [name(s) for s in qa.absent],
+                "label": label,
+                "negative_stratum": worst["stratum"] if worst else "",
+                "negative_similarity": worst["similarity"] if worst else None,
+                "negatives": plan.negatives,
+                "augmentation": json.dumps(plan.augmentation, sort_keys=True) if plan.augmentation else "",
+                "source_clips": [c.id for c in plan.clips], "speakers": span_rows,
+                "subjects": [{"id": s, "name": name(s), **self.descriptions.get(s, {"hd": "", "ad": ""})}
+                             for s in qa.queried],
+                "profile": format_profile(target.profile, plan.language) if plan.task == "reasoning" else "",
+                "evidence": [{"field": f, "value": v} for f, v in plan.evidence.items()],
+            }
+
+
+def _hardest(negatives: list[dict], absent_ids: list[str]) -> dict | None:
+    relevant = [n for n in negatives if n["for_subject"] in absent_ids]
+    return min(relevant, key=lambda n: (STRATUM_ORDER[n["stratum"]], -n["similarity"])) if relevant else None
+
+
+def format_profile(profile: dict | None, language: str) -> str:
+    if not profile:
+        return ""
+    from palm_bench.samples import answer_data
+
+    labels = answer_data()["profile_labels"][language]
+    lines = [f"{labels[k]}: {profile[k]}" for k in ("age", "occupation", "personality") if k in profile]
+    interests = profile.get("interests", {})
+    lines.append(f"{labels['interests']}:")
+    lines += [f"- {labels.get(k, k)}: {v}" for k, v in interests.items()]
+    lines += [f"{labels[k]}: {profile[k]}" for k in ("speaking_style", "intro") if k in profile]
+    return "\n".join(lines)
+
+
+def make_plan(cfg: BuildConfig, corpus: str = "embedded", corpus_dir: str | None = None,
+              corpus_options: dict | None = None, work_dir: Path | None = None) -> BuildPlan:
+    t0 = time.perf_counter()
+    data, hd_dir = load_corpus_by_kind(corpus, corpus_dir, corpus_options or {})
+    keep = {sid for sid, s in data.speakers.items() if s.language in cfg.languages}
+    data = dataclasses.replace(data, utterances=[u for u in data.utterances if u.speaker in keep])
+    splits = split_clips(data, cfg.test_fraction, cfg.seed)
+    encoder = get_speaker_encoder(cfg.encoder, cache_dir=work_dir / "embeddings" if work_dir else None)
+    embeddings = embed_clips(encoder, data.utterances)
+    subjects = {s.id for s in data.subjects() if s.id in keep}
+    refs = reference_embeddings({s: splits["train"][s] for s in subjects}, embeddings)
+    hds = load_human_descriptions(hd_dir / "human_descriptions.yaml") if hd_dir else {}
+    ads = acoustic_descriptions(data, {s: splits["train"][s] for s in subjects}, work_dir)
+    descriptions = {s: {"hd": hds.get(s, ""), "ad": ads.get(s, "")} for s in subjects}
+    audios, stats = {}, {"encoder": encoder.name, "strata_fallbacks": {}, "cut_points": {}}
+    for split in SPLITS:
+        pool = build_pool(data, splits[split], refs, embeddings, cfg.negative_strata)
+        audios[split] = SplitPlanner(data, cfg, split, splits[split], pool).plan()
+        stats["strata_fallbacks"][split] = pool.fallbacks
+        stats["cut_points"][split] = {s: [round(c, 4) for c in cuts] for s, cuts in pool.cut_points.items()}
+    stats["skipped_source_items"] = getattr(data, "skipped", 0)
+    stats["plan_seconds"] = round(time.perf_counter() - t0, 2)
+    log.info("planned %s audios (%s)", {k: len(v) for k, v in audios.items()}, stats["encoder"])
+    return BuildPlan(cfg, data, audios, descriptions, stats)
