@@ -41,6 +41,8 @@ class BuildConfig:
         default_factory=lambda: {"method": "quantile", "edges": [0.25, 0.5, 0.75]})
     augmentation: dict = dataclasses.field(default_factory=dict)  # lalm_eval AugmentationConfig keys
     encoder: str = "resemblyzer"
+    #: seconds of each subject's reference speech measured for its acoustic description
+    ad_max_seconds: float = 12.0
     audio_format: str = "flac"
 
     def __post_init__(self) -> None:

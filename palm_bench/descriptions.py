@@ -18,7 +18,6 @@ import yaml
 
 from palm_bench.corpus.types import Corpus, Utterance
 
-AD_MAX_SECONDS = 12.0  # speech measured per subject (a few clips)
 AD_CACHE_VERSION = "1"
 
 
@@ -31,7 +30,7 @@ def load_human_descriptions(path: Path) -> dict[str, str]:
 
 
 def acoustic_descriptions(corpus: Corpus, reference_clips: dict[str, list[Utterance]],
-                          cache_dir: Path | None = None) -> dict[str, str]:
+                          cache_dir: Path | None = None, max_seconds: float = 12.0) -> dict[str, str]:
     """``{subject id: AD text}`` measured on each subject's reference clips (cached)."""
     from palm_bench.acoustic import describe_voice, measure_voice
 
@@ -39,7 +38,7 @@ def acoustic_descriptions(corpus: Corpus, reference_clips: dict[str, list[Uttera
     for subject in sorted(s.id for s in corpus.subjects() if s.id in reference_clips):
         clips = reference_clips[subject]
         language = corpus.speakers[subject].language
-        key = hashlib.sha256(json.dumps([AD_CACHE_VERSION, language, AD_MAX_SECONDS]
+        key = hashlib.sha256(json.dumps([AD_CACHE_VERSION, language, max_seconds]
                                         + [(c.id, c.text, c.duration) for c in clips]).encode()).hexdigest()
         path = cache_dir / "acoustic_descriptions" / f"{key}.txt" if cache_dir else None
         if path is not None and path.is_file():
@@ -47,12 +46,12 @@ def acoustic_descriptions(corpus: Corpus, reference_clips: dict[str, list[Uttera
             continue
         chosen, total = [], 0.0
         for clip in clips:  # deterministic: clips in split order until the budget is used
-            if total >= AD_MAX_SECONDS:
+            if total >= max_seconds:
                 break
             chosen.append(clip)
             total += clip.duration
         meas = measure_voice([c.load_audio() for c in chosen], [c.text for c in chosen], language,
-                             max_seconds=AD_MAX_SECONDS)
+                             max_seconds=max_seconds)
         out[subject] = describe_voice(meas, language)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -108,7 +108,8 @@ def make_plan(cfg: BuildConfig, corpus: str = "embedded", corpus_dir: str | None
               corpus_options: dict | None = None, work_dir: Path | None = None) -> BuildPlan:
     t0 = time.perf_counter()
     data, hd_dir = load_corpus_by_kind(corpus, corpus_dir, corpus_options or {})
-    keep = {sid for sid, s in data.speakers.items() if s.language in cfg.languages}
+    with_clips = {u.speaker for u in data.utterances}
+    keep = {sid for sid, s in data.speakers.items() if s.language in cfg.languages and sid in with_clips}
     data = dataclasses.replace(data, utterances=[u for u in data.utterances if u.speaker in keep])
     splits = split_clips(data, cfg.test_fraction, cfg.seed)
     encoder = get_speaker_encoder(cfg.encoder, cache_dir=work_dir / "embeddings" if work_dir else None)
@@ -116,7 +117,7 @@ def make_plan(cfg: BuildConfig, corpus: str = "embedded", corpus_dir: str | None
     subjects = {s.id for s in data.subjects() if s.id in keep}
     refs = reference_embeddings({s: splits["train"][s] for s in subjects}, embeddings)
     hds = load_human_descriptions(hd_dir / "human_descriptions.yaml") if hd_dir else {}
-    ads = acoustic_descriptions(data, {s: splits["train"][s] for s in subjects}, work_dir)
+    ads = acoustic_descriptions(data, {s: splits["train"][s] for s in subjects}, work_dir, cfg.ad_max_seconds)
     descriptions = {s: {"hd": hds.get(s, ""), "ad": ads.get(s, "")} for s in subjects}
     audios, stats = {}, {"encoder": encoder.name, "strata_fallbacks": {}, "cut_points": {}}
     for split in SPLITS:

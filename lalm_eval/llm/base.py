@@ -1,0 +1,89 @@
+"""The text-LLM interface, its registry, its error and a JSON-reply parser."""
+
+from __future__ import annotations
+
+import abc
+import json
+import re
+from typing import Any
+
+from lalm_eval.errors import ConfigError, LalmEvalError
+from lalm_eval.registry import Registry
+
+Messages = list[dict]  # one chat: [{"role": "system"|"user"|"assistant", "content": str}, ...]
+
+
+class LLMError(LalmEvalError, RuntimeError):
+    """A text-LLM call failed (transport, HTTP status, protocol) or its reply was unusable.
+
+    Messages name the URL and status; they never contain an API key.
+    """
+
+
+class TextLLM(abc.ABC):
+    """A chat-completion text LLM.
+
+    :meth:`complete` answers a batch of chats, one reply string per chat, in order. Keyword
+    ``settings`` override the backend's defaults for that call (e.g. ``temperature``).
+    :attr:`settings` is what a caller records to make its output reproducible (backend, model,
+    temperature, max_tokens, …) — never secrets.
+    """
+
+    @abc.abstractmethod
+    def complete(self, batch: list[Messages], **settings: Any) -> list[str]:
+        ...
+
+    @property
+    @abc.abstractmethod
+    def settings(self) -> dict:
+        ...
+
+
+def check_batch(batch: list[Messages]) -> None:
+    """Reject a batch that is not a list of chats of ``{"role", "content"}`` messages."""
+    if not isinstance(batch, list):
+        raise ConfigError(f"batch must be a list of chats, got {type(batch).__name__}")
+    for i, chat in enumerate(batch):
+        if not isinstance(chat, list) or not chat:
+            raise ConfigError(f"batch[{i}] must be a non-empty list of messages")
+        for j, msg in enumerate(chat):
+            if (not isinstance(msg, dict) or not isinstance(msg.get("role"), str)
+                    or not isinstance(msg.get("content"), str)):
+                raise ConfigError(f"batch[{i}][{j}] must be a dict with string 'role' and 'content'")
+
+
+TEXT_LLMS = Registry("text LLM", entry_point_group="lalm_eval.text_llms")
+TEXT_LLMS.register("openai", "lalm_eval.llm.openai_http:OpenAIChatLLM")
+
+
+def get_text_llm(name: str, **kwargs: Any) -> TextLLM:
+    """Build the backend registered as ``name`` with ``kwargs``."""
+    return TEXT_LLMS.get(name)(**kwargs)
+
+
+_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\r?\n(.*?)```", re.DOTALL)
+
+
+def parse_json_reply(text: str) -> dict:
+    """The one JSON object in an LLM reply: the whole reply, a fenced ```json block, or the
+    first ``{...}`` that parses. Raises :class:`LLMError` quoting the reply's first 200 chars."""
+    if not isinstance(text, str):
+        raise LLMError(f"LLM reply is not text but {type(text).__name__}")
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    decoder = json.JSONDecoder()
+    for candidate in candidates:
+        candidate = candidate.strip()
+        try:
+            value = json.loads(candidate)
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict):
+            return value
+        for start in (m.start() for m in re.finditer(r"\{", candidate)):
+            try:
+                value, _ = decoder.raw_decode(candidate, start)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, dict):
+                return value
+    raise LLMError(f"no JSON object in LLM reply: {text[:200]!r}")

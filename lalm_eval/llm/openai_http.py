@@ -1,0 +1,132 @@
+"""An OpenAI-compatible chat-completions backend over plain HTTP (stdlib ``urllib``).
+
+Works with any server that speaks ``POST {base_url}/chat/completions`` (vLLM, llama.cpp,
+Ollama, DashScope's compatible mode for Qwen-Plus, OpenAI). Requests of a batch run on a thread
+pool of at most ``concurrency`` workers; each request is retried ``max_retries`` times with
+exponential backoff on 5xx/429 statuses, timeouts and connection errors. Errors name the URL
+and status; the API key is sent only in the ``Authorization`` header and redacted from every
+message and log line.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import os
+import socket
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from lalm_eval.errors import ConfigError
+from lalm_eval.llm.base import LLMError, Messages, TextLLM, check_batch
+
+log = logging.getLogger(__name__)
+
+_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+_RETRY_STATUS = {429, 500, 502, 503, 504}
+
+
+class _Retryable(Exception):
+    """A failure worth another try (status 5xx/429, timeout, connection error)."""
+
+
+class OpenAIChatLLM(TextLLM):
+    def __init__(self, model: str, base_url: str = "http://127.0.0.1:8000/v1", api_key: str | None = None,
+                 temperature: float = 0.0, max_tokens: int = 1024, timeout: float = 60,
+                 max_retries: int = 3, concurrency: int = 4, retry_delay: float = 1.0):
+        if not model:
+            raise ConfigError("OpenAIChatLLM: model must be given")
+        if concurrency < 1 or max_retries < 0 or timeout <= 0:
+            raise ConfigError(f"OpenAIChatLLM: need concurrency >= 1, max_retries >= 0, timeout > 0; got "
+                              f"{concurrency}, {max_retries}, {timeout}")
+        self.model, self.base_url = model, base_url.rstrip("/")
+        self.url = f"{self.base_url}/chat/completions"
+        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self.temperature, self.max_tokens = float(temperature), int(max_tokens)
+        self.timeout, self.max_retries = float(timeout), int(max_retries)
+        self.concurrency, self.retry_delay = int(concurrency), float(retry_delay)
+        host = urllib.parse.urlsplit(self.url).hostname or ""
+        # a loopback server is never reached through a proxy from the environment
+        handlers = [urllib.request.ProxyHandler({})] if host in _LOOPBACK else []
+        self._opener = urllib.request.build_opener(*handlers)
+
+    def __repr__(self) -> str:
+        return f"OpenAIChatLLM(model={self.model!r}, base_url={self.base_url!r})"
+
+    @property
+    def settings(self) -> dict:
+        return {"backend": "openai", "model": self.model, "base_url": self.base_url,
+                "temperature": self.temperature, "max_tokens": self.max_tokens}
+
+    def complete(self, batch: list[Messages], **settings: Any) -> list[str]:
+        check_batch(batch)
+        body = {"model": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens}
+        body.update(settings)
+        if not batch:
+            return []
+        workers = min(self.concurrency, len(batch))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="openai-http") as pool:
+            return list(pool.map(lambda chat: self._complete_one({**body, "messages": chat}), batch))
+
+    # -----------------------------------------------------------------------------------------
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._api_key, "***") if self._api_key else text
+
+    def _complete_one(self, body: dict) -> str:
+        attempts = self.max_retries + 1
+        for attempt in range(attempts):
+            try:
+                return self._post(body)
+            except _Retryable as exc:
+                reason = self._redact(str(exc))
+                if attempt + 1 == attempts:
+                    raise LLMError(f"POST {self.url} failed after {attempts} attempts: {reason}") from None
+                delay = self.retry_delay * 2 ** attempt
+                log.warning("POST %s: %s; retry %d/%d in %.2fs", self.url, reason, attempt + 1,
+                            self.max_retries, delay)
+                time.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def _post(self, body: dict) -> str:
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        request = urllib.request.Request(self.url, data=json.dumps(body).encode("utf-8"),
+                                         headers=headers, method="POST")
+        try:
+            with self._opener.open(request, timeout=self.timeout) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as exc:
+            try:
+                detail = self._redact(exc.read(300).decode("utf-8", "replace").strip())
+            except OSError:
+                detail = ""
+            if exc.code in _RETRY_STATUS:
+                raise _Retryable(f"HTTP status {exc.code}: {detail}") from None
+            raise LLMError(f"POST {self.url} returned HTTP status {exc.code}: {detail}") from None
+        except (TimeoutError, socket.timeout) as exc:
+            raise _Retryable(f"timed out after {self.timeout:g}s ({exc})") from None
+        except urllib.error.URLError as exc:
+            if isinstance(exc.reason, (TimeoutError, socket.timeout)):
+                raise _Retryable(f"timed out after {self.timeout:g}s") from None
+            raise _Retryable(f"connection error: {exc.reason}") from None
+        except (ConnectionError, http.client.HTTPException) as exc:
+            raise _Retryable(f"connection error: {type(exc).__name__}: {exc}") from None
+        return self._content(raw)
+
+    def _content(self, raw: bytes) -> str:
+        try:
+            reply = json.loads(raw)
+            content = reply["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            snippet = self._redact(raw[:200].decode("utf-8", "replace"))
+            raise LLMError(f"POST {self.url}: reply is not a chat completion: {snippet!r}") from None
+        if not isinstance(content, str):
+            raise LLMError(f"POST {self.url}: reply has no text content (got {type(content).__name__})")
+        return content
