@@ -4,10 +4,13 @@
 Renders ~260 candidate voice recipes (flite, festival and espeak-ng voices with their variants,
 plus derived ones: sox pitch shifts and espeak base pitch) on the same four test sentences per
 language (taken from ``palm_bench/corpus/source/negatives.yaml``), embeds every clip with
-resemblyzer GE2E and estimates each voice's gender from its median F0 (librosa pYIN, > 150 Hz is
-female). Voices with no voiced frames or identical to an earlier candidate (centroid cosine
->= 0.99) are dropped. Subjects fill the slots (en, F) x6, (en, M) x6, (zh, F) x3, (zh, M) x3
-greedily, each slot taking the candidate that minimises
+resemblyzer GE2E and estimates each engine voice's gender from its median F0 (librosa pYIN,
+> 150 Hz is female). The derived recipes were made as extra female voices (male voices pitched
+up, female ones at another base pitch, slt shifted both ways) and count as female whatever their
+F0 (several measure 110-150 Hz; the F0 column shows it). Voices with no voiced frames or
+identical to an earlier candidate (centroid cosine >= 0.99) are dropped. Subjects fill the slots
+(en, F) x6, (en, M) x6, (zh, F) x3, (zh, M) x3 greedily, each slot taking the candidate that
+minimises
 
     max centroid cosine to the subjects already chosen - 0.5 * mean within-voice cosine,
 
@@ -20,7 +23,7 @@ cosine to a subject: the menu from which graded negatives are picked.
 The final assignment of the selected voices to named subjects (matching gender and age) and the
 choice of graded negatives were made by hand from this output and recorded in ``voices.yaml``.
 Needs Debian's TTS engines and sox (the apt line is in ``tools/render_corpus.py``); takes about
-3 minutes on 2 cores (``--languages zh`` about 1)::
+3 minutes on 2 idle cores (``--languages zh`` a minute or two)::
 
     python tools/select_voices.py [--languages en,zh] [--jobs N] [--out-json sel.json]
 """
@@ -59,22 +62,24 @@ def espeak(voice: str, **kw) -> dict:
     return {"engine": "espeak-ng", "voice": voice, **kw}
 
 
-def candidates(lang: str) -> list[VoiceRecipe]:
-    """The candidate recipes of one language: engine voices, then derived (shifted) ones."""
+def candidates(lang: str) -> list[tuple[VoiceRecipe, bool]]:
+    """(recipe, derived) pairs of one language: engine voices, then the derived extra female voices."""
     if lang == "zh":
-        out = [espeak(ZH_ESPEAK + v) for v in VARIANTS]
-        out += [espeak(ZH_ESPEAK + v, pitch_cents=c)
-                for v in ("+m1", "+Andy", "+klatt", "+Jacky", "+Michael") for c in (500, 700)]
-        out += [espeak(ZH_ESPEAK + v, pitch=p) for v in ("+f3", "+f1", "+Alicia", "+f4", "+f5") for p in (20, 85)]
+        base = [espeak(ZH_ESPEAK + v) for v in VARIANTS]
+        derived = [espeak(ZH_ESPEAK + v, pitch_cents=c)
+                   for v in ("+m1", "+Andy", "+klatt", "+Jacky", "+Michael") for c in (500, 700)]
+        derived += [espeak(ZH_ESPEAK + v, pitch=p)
+                    for v in ("+f3", "+f1", "+Alicia", "+f4", "+f5") for p in (20, 85)]
     else:
-        out = [{"engine": "flite", "voice": v} for v in ("kal", "awb", "rms", "slt")]
-        out += [{"engine": "festival", "voice": v} for v in ("ked_diphone", "cmu_us_slt_arctic_hts")]
-        out += [espeak(base + v) for base in EN_ESPEAK for v in VARIANTS]
-        out += [{"engine": "flite", "voice": v, "pitch_cents": c} for v in ("rms", "kal", "awb") for c in (500, 700)]
-        out += [{"engine": "festival", "voice": "ked_diphone", "pitch_cents": c} for c in (500, 700)]
-        out += [{"engine": "flite", "voice": "slt", "pitch_cents": c} for c in (-250, 250)]
-        out += [espeak(v, pitch=p) for v in ("en-us+f2", "en-gb+f3", "en-029+f5", "en-us+f4") for p in (20, 85)]
-    return [VoiceRecipe.from_dict(d) for d in out]
+        base = [{"engine": "flite", "voice": v} for v in ("kal", "awb", "rms", "slt")]
+        base += [{"engine": "festival", "voice": v} for v in ("ked_diphone", "cmu_us_slt_arctic_hts")]
+        base += [espeak(b + v) for b in EN_ESPEAK for v in VARIANTS]
+        derived = [{"engine": "flite", "voice": v, "pitch_cents": c}
+                   for v in ("rms", "kal", "awb") for c in (500, 700)]
+        derived += [{"engine": "festival", "voice": "ked_diphone", "pitch_cents": c} for c in (500, 700)]
+        derived += [{"engine": "flite", "voice": "slt", "pitch_cents": c} for c in (-250, 250)]
+        derived += [espeak(v, pitch=p) for v in ("en-us+f2", "en-gb+f3", "en-029+f5", "en-us+f4") for p in (20, 85)]
+    return [(VoiceRecipe.from_dict(d), False) for d in base] + [(VoiceRecipe.from_dict(d), True) for d in derived]
 
 
 def test_sentences(lang: str, n: int = 4) -> list[str]:
@@ -96,7 +101,7 @@ def render(recipe: VoiceRecipe, texts: list[str]) -> tuple[list[np.ndarray], flo
 
 def survey(langs: list[str], jobs: int, cache_dir: str | None) -> dict:
     """Render and embed all candidates; returns names, languages, F0, within-voice and centroid cosines."""
-    cands = [(lang, r) for lang in langs for r in candidates(lang)]
+    cands = [(lang, r, derived) for lang in langs for r, derived in candidates(lang)]
     texts = {lang: test_sentences(lang) for lang in langs}
     print(f"rendering {len(cands)} candidates x {len(texts[langs[0]])} sentences ...", flush=True)
     with ThreadPoolExecutor(jobs) as pool:
@@ -109,9 +114,11 @@ def survey(langs: list[str], jobs: int, cache_dir: str | None) -> dict:
     cent /= np.linalg.norm(cent, axis=1, keepdims=True)
     intra = [float(((e @ e.T).sum() - np.trace(e @ e.T)) / (len(e) * (len(e) - 1))) for e in embs]
     f0 = [f for _, f in results]
-    return {"encoder": encoder.name, "texts": texts, "recipes": [r for _, r in cands],
-            "names": [r.describe() for _, r in cands], "lang": [lang for lang, _ in cands], "f0": f0,
-            "gender": [None if np.isnan(f) else "F" if f > FEMALE_F0_HZ else "M" for f in f0],
+    gender = [None if np.isnan(f) else "F" if derived or f > FEMALE_F0_HZ else "M"
+              for f, (_, _, derived) in zip(f0, cands)]
+    return {"encoder": encoder.name, "texts": texts, "recipes": [c[1] for c in cands],
+            "names": [c[1].describe() for c in cands], "lang": [c[0] for c in cands], "f0": f0,
+            "derived": [c[2] for c in cands], "gender": gender,
             "intra": np.array(intra), "cos": cent @ cent.T}
 
 
@@ -169,7 +176,8 @@ def report(sel: list[int], pool: list[int], data: dict) -> None:
     print(f"\nselected subjects:\n{'lang':4} g {'recipe':50} {'F0':>4} {'within':>6}  nearest subject (cosine)")
     for i in sel:
         j, c = nearest(i, sel, data)
-        print(f"{lang[i]:4} {gender[i]} {names[i]:50} {data['f0'][i]:4.0f} {data['intra'][i]:6.3f}  {names[j]} ({c:.3f})")
+        print(f"{lang[i]:4} {gender[i]} {names[i]:50} {data['f0'][i]:4.0f} {data['intra'][i]:6.3f}  "
+              f"{names[j]} ({c:.3f})")
     for note in shared_variants(sel, data):
         print(f"note: espeak variant {note} is shared across languages")
     for slot in dict.fromkeys((lang[i], gender[i]) for i in sel):
@@ -186,6 +194,7 @@ def write_json(path: Path, sel: list[int], dropped: dict[int, str], data: dict) 
         f0 = data["f0"][i]
         return {"name": data["names"][i], "language": data["lang"][i], "recipe": data["recipes"][i].to_dict(),
                 "f0_hz": None if np.isnan(f0) else round(f0, 1), "gender": data["gender"][i],
+                "derived": data["derived"][i],
                 "within_cos": round(float(data["intra"][i]), 4), "dropped": dropped.get(i)}
 
     out = {"encoder": data["encoder"], "texts": data["texts"],
