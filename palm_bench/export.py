@@ -96,7 +96,8 @@ def _card_context(plan, cfg: BuildConfig, files: dict, stats: dict, corpus: str,
     languages = sorted({a.language for audios in plan.audios.values() for a in audios})
     return {
         "configs_yaml": front_matter(
-            files, default_config="recognition", license="other", language=languages,
+            files, default_config="recognition" if "recognition" in files else next(iter(files)),
+            license="other", language=languages,
             task_categories=["audio-classification", "automatic-speech-recognition", "question-answering"],
             tags=["speaker-recognition", "personalization", "audio-language-models", "synthetic"
                   if corpus == "embedded" else "speech"],
@@ -108,4 +109,5 @@ def _card_context(plan, cfg: BuildConfig, files: dict, stats: dict, corpus: str,
         "audio_format": cfg.audio_format, "templates_per_audio": cfg.templates_per_audio,
         "build_yaml": yaml.safe_dump(cfg.to_dict(), sort_keys=False, allow_unicode=True).rstrip(),
         "repo_id": repo_id or DEFAULT_OUT, "citation": CITATION,
+        "default_config": "recognition" if "recognition" in files else next(iter(files)),
     }

@@ -1,0 +1,180 @@
+"""The PALM-Bench builder end to end on a reduced copy of the embedded corpus."""
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lalm_eval.errors import AudioError, ConfigError, DataError
+from palm_bench.config import BuildConfig, load_preset
+from palm_bench.corpus.embedded import SOURCE_DIR
+from palm_bench.export import build
+
+SUBJECTS = [f"en_s0{i}" for i in range(1, 6)] + [f"zh_s0{i}" for i in range(1, 6)]
+NEGATIVES = ["en_n01", "en_n02", "en_n07", "zh_n01", "zh_n05"]
+CLIPS_PER_SPEAKER = 8
+
+
+def make_corpus_copy(root: Path, corpus) -> Path:
+    """The embedded layout (source/ + data/) with 10 subjects and 5 negatives, 8 clips each."""
+    shutil.copytree(SOURCE_DIR, root / "source")
+    lines = []
+    for sid in SUBJECTS + NEGATIVES:
+        for utt in corpus.utterances_of(sid)[:CLIPS_PER_SPEAKER]:
+            rel = Path("audio") / sid / utt.audio.name
+            (root / "data" / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(utt.audio, root / "data" / rel)
+            lines.append({"id": utt.id, "speaker": sid, "language": utt.language, "text": utt.text,
+                          "duration": utt.duration, "audio": rel.as_posix(),
+                          "sampling_rate": utt.sampling_rate, "voice": utt.voice})
+    (root / "data" / "manifest.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return root
+
+
+def tiny_config(**changes) -> BuildConfig:
+    base = dict(audios_per_subject={"train": 6, "test": 6}, reasoning_per_subject={"train": 1, "test": 2},
+                templates_per_audio=4, ad_max_seconds=3.0,
+                augmentation={"speed_prob": 0.3, "noise_prob": 0.3, "reverb_prob": 0.2})
+    base.update(changes)
+    return load_preset("small", base)
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    return tmp_path_factory.mktemp("palm_work")  # embeddings + acoustic descriptions, shared
+
+
+@pytest.fixture(scope="module")
+def corpus_dir(tmp_path_factory, corpus):
+    return make_corpus_copy(tmp_path_factory.mktemp("palm_corpus"), corpus)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, corpus_dir, work):
+    out = tmp_path_factory.mktemp("palm_out")
+    info = build(out, tiny_config(), corpus="embedded", corpus_dir=str(corpus_dir), work_dir=work)
+    return out, info
+
+
+@pytest.fixture(scope="module")
+def rows(built):
+    import datasets
+
+    out, _ = built
+    dd = datasets.load_dataset(str(out), "all").cast_column("audio", datasets.Audio(decode=False))
+    return {split: list(dd[split]) for split in dd}
+
+
+def test_every_config_loads_with_audio_decoded(built):
+    import datasets
+
+    out, info = built
+    for config in ("recognition", "captioning", "reasoning", "all"):
+        dd = datasets.load_dataset(str(out), config)
+        assert set(dd) == {"train", "test"} and len(dd["test"]) > 0
+    row = datasets.load_dataset(str(out), "recognition", split="test")[0]
+    samples = row["audio"].get_all_samples()
+    assert samples.sample_rate == 16000
+    assert samples.data.shape[-1] / 16000 == pytest.approx(row["duration"], abs=0.01)
+    assert info["bytes_per_sample"] > 0 and info["stats"]["total_samples"] == sum(
+        len(datasets.load_dataset(str(out), c, split=s)) for c in ("recognition", "captioning", "reasoning")
+        for s in ("train", "test"))
+
+
+def test_coverage_of_speakers_strata_languages_and_refusals(rows):
+    all_rows = rows["train"] + rows["test"]
+    rec = [r for r in all_rows if r["task"] == "recognition"]
+    assert {r["n_speakers"] for r in rec} == {1, 2, 3, 4}
+    assert {r["negative_stratum"] for r in rec} - {""} == {"hard", "semi-hard", "medium", "easy"}
+    assert {r["language"] for r in all_rows} == {"en", "zh"}
+    labels = Counter(r["label"] for r in rec)
+    assert abs(labels["positive"] - labels["negative"]) <= 0.1 * max(labels["positive"], labels["negative"])
+    refusals = [r for r in all_rows if r["task"] == "captioning" and r["label"] == "negative"]
+    assert refusals and all(r["target"] not in [s["name"] for s in r["speakers"]] for r in refusals)
+
+
+def test_no_source_clip_in_both_splits(rows, built):
+    train = {c for r in rows["train"] for c in r["source_clips"]}
+    test = {c for r in rows["test"] for c in r["source_clips"]}
+    assert train and test and not train & test
+    assert built[1]["stats"]["source_clips_in_both_splits"] == 0
+
+
+def test_rows_agree_with_their_audio_and_spans(rows):
+    import soundfile as sf
+    import io
+
+    for r in rows["test"][:40]:
+        audio, sr = sf.read(io.BytesIO(r["audio"]["bytes"]))
+        assert len(audio) / sr == pytest.approx(r["duration"], abs=1e-3)
+        spans = r["speakers"]
+        assert len(spans) == r["n_speakers"] == len(r["source_clips"])
+        assert all(a["end"] <= b["start"] for a, b in zip(spans, spans[1:]))
+        assert spans[-1]["end"] <= r["duration"] + 1e-3
+        if not r["augmentation"]:  # the 0.5 s gap is exact without speed perturbation
+            assert all(b["start"] - a["end"] == pytest.approx(0.5, abs=1e-3) for a, b in zip(spans, spans[1:]))
+        present_names = {s["name"] for s in spans}
+        assert set(r["present"]) <= present_names and not set(r["absent"]) & present_names
+
+
+def test_captioning_reference_is_the_targets_own_words(rows, corpus):
+    texts = {u.id: u.text for u in corpus.utterances}
+    positives = [r for r in rows["test"] if r["task"] == "captioning" and r["label"] == "positive"]
+    assert positives
+    for r in positives:
+        own = [s["clip_id"] for s in r["speakers"] if s["speaker_id"] == r["target_id"]]
+        others = [s["clip_id"] for s in r["speakers"] if s["speaker_id"] != r["target_id"]]
+        assert len(own) == 1 and texts[own[0]] in r["answer"]
+        assert not any(texts[c] in r["answer"] for c in others)
+
+
+def test_reasoning_rows_carry_profile_evidence_and_descriptions(rows):
+    reasoning = [r for r in rows["test"] if r["task"] == "reasoning"]
+    assert reasoning
+    for r in reasoning:
+        assert r["target"] in r["question"] and r["profile"]
+        assert r["evidence"] and all(e["value"] in r["answer"] for e in r["evidence"])
+    subj = reasoning[0]["subjects"][0]
+    assert subj["hd"] and "Hz" in subj["ad"]
+
+
+def test_augmentation_is_recorded_and_only_on_positive_audio(rows):
+    augmented = [r for r in rows["train"] + rows["test"] if r["augmentation"]]
+    assert augmented
+    for r in augmented:
+        record = json.loads(r["augmentation"])
+        assert set(record) == {"speed", "noise", "reverb"}
+        assert r["target"] in [s["name"] for s in r["speakers"]] or r["task"] == "recognition" and r["present"]
+
+
+def test_same_seed_gives_identical_shards(built, corpus_dir, work, tmp_path):
+    again = build(tmp_path / "again", tiny_config(), corpus="embedded", corpus_dir=str(corpus_dir), work_dir=work)
+    assert again["shards"] == built[1]["shards"]
+    other = build(tmp_path / "seed1", tiny_config(seed=1), corpus="embedded", corpus_dir=str(corpus_dir),
+                  work_dir=work, tasks=("captioning",))
+    assert other["shards"]["captioning/test-00000-of-00001.parquet"] != built[1]["shards"][
+        "captioning/test-00000-of-00001.parquet"]
+
+
+def test_bad_inputs_are_named(corpus_dir, work, tmp_path, corpus):
+    with pytest.raises(ConfigError, match="unknown key"):
+        tiny_config(templates_per_clip=3)
+    with pytest.raises(ConfigError, match="unknown preset"):
+        load_preset("huge")
+    # a speaker with a single clip cannot be split
+    one_clip = make_corpus_copy(tmp_path / "one", corpus)
+    manifest = one_clip / "data" / "manifest.jsonl"
+    lines = [line for line in manifest.read_text().splitlines()
+             if json.loads(line)["speaker"] != "en_s03" or json.loads(line)["id"].endswith("u001")]
+    manifest.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError, match="'en_s03' has 1 clip"):
+        build(tmp_path / "o1", tiny_config(), corpus_dir=str(one_clip), work_dir=work)
+    # unreadable audio names the file
+    broken = make_corpus_copy(tmp_path / "broken", corpus)
+    victim = sorted((broken / "data" / "audio" / "en_s02").glob("*.opus"))[0]
+    victim.write_bytes(b"not audio")
+    with pytest.raises(AudioError, match=victim.name):
+        build(tmp_path / "o2", tiny_config(), corpus_dir=str(broken), work_dir=work)
