@@ -38,8 +38,13 @@ def _build(args) -> int:
     cfg = load_preset(args.preset, overrides)
     options = dict(parse_override(s) for s in args.corpus_option)
     tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
+    llm = None
+    if args.llm:
+        from lalm_eval.llm import get_text_llm
+
+        llm = get_text_llm(args.llm, **dict(parse_override(s) for s in args.llm_option))
     info = build(args.out, cfg, corpus=args.corpus, corpus_dir=args.corpus_dir, corpus_options=options,
-                 work_dir=None if args.no_cache else DEFAULT_CACHE, tasks=tasks, repo_id=args.repo_id)
+                 work_dir=None if args.no_cache else DEFAULT_CACHE, tasks=tasks, repo_id=args.repo_id, llm=llm)
     st = info["stats"]
     print(f"wrote {args.out}: {st['total_samples']} samples ({st['total_sample_hours']:.2f} h) from "
           f"{st['unique_audios']} clips in {info['seconds']['total']:.0f} s; "
@@ -81,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--tasks", default="recognition,captioning,reasoning")
     b.add_argument("--repo-id", help="Hub id named in the card's loading snippet")
     b.add_argument("--no-cache", action="store_true", help="do not use the embedding/description cache")
+    b.add_argument("--llm", help="text-LLM backend that writes missing subject profiles (e.g. openai)")
+    b.add_argument("--llm-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="backend option, e.g. --llm-option model=qwen-plus --llm-option base_url=http://host/v1")
     b.set_defaults(func=_build)
 
     p = sub.add_parser("push", help="upload a built folder to the Hugging Face Hub as a dataset")

@@ -46,12 +46,19 @@ CORPUS_LICENCE = {
 
 def build(out_dir: str | Path, cfg: BuildConfig, corpus: str = "embedded", corpus_dir: str | None = None,
           corpus_options: dict | None = None, work_dir: str | Path | None = None,
-          tasks: tuple[str, ...] = TASKS, repo_id: str | None = None) -> dict:
-    """Build, export and describe; returns the ``build_info`` dictionary."""
+          tasks: tuple[str, ...] = TASKS, repo_id: str | None = None, llm=None) -> dict:
+    """Build, export and describe; returns the ``build_info`` dictionary. ``llm`` (a
+    :class:`lalm_eval.llm.TextLLM`) writes the profiles of subjects that have none."""
     out_dir, t0 = Path(out_dir), time.perf_counter()
     work = Path(work_dir) if work_dir else None
-    plan = make_plan(cfg, corpus=corpus, corpus_dir=corpus_dir, corpus_options=corpus_options, work_dir=work)
+    plan = make_plan(cfg, corpus=corpus, corpus_dir=corpus_dir, corpus_options=corpus_options, work_dir=work,
+                     llm=llm)
     t_plan = time.perf_counter()
+    planned = {a.task for audios in plan.audios.values() for a in audios}
+    empty = [t for t in tasks if t not in planned]
+    if empty:
+        log.warning("no samples planned for %s: those configs are not written", empty)
+    tasks = tuple(t for t in tasks if t in planned)
     datasets_by_task = {}
     with tempfile.TemporaryDirectory(prefix="palm_arrow_") as tmp:
         for task in tasks:
@@ -76,7 +83,7 @@ def build(out_dir: str | Path, cfg: BuildConfig, corpus: str = "embedded", corpu
     total_bytes = sum(p.stat().st_size for p in shard_paths)
     info = {
         "config": cfg.to_dict(), "corpus": corpus, "corpus_dir": corpus_dir, "stats": stats,
-        "plan": plan.stats, "bytes_per_sample": round(total_bytes / max(n_rows, 1)),
+        "plan": plan.stats, "empty_configs": empty, "llm": llm.settings if llm is not None else None, "bytes_per_sample": round(total_bytes / max(n_rows, 1)),
         "parquet_bytes": total_bytes,
         "seconds": {"plan": round(t_plan - t0, 2), "generate": round(t_gen - t_plan, 2),
                     "export": round(t_export - t_gen, 2), "total": round(time.perf_counter() - t0, 2)},

@@ -101,6 +101,7 @@ class SplitPlanner:
         self.subjects = sorted(s.id for s in corpus.subjects() if s.language in cfg.languages and s.id in clips)
         self._stratum_turn = 0  # cycles hard → easy over every graded distractor of the split
         self._labels = {"positive": 0, "negative": 0}  # recognition rows so far (balancing)
+        self.skipped_reasoning = 0  # reasoning slots of subjects without a profile
 
     def plan(self) -> list[AudioPlan]:
         rng = rng_for(self.cfg.seed, "plan", self.split)
@@ -118,12 +119,14 @@ class SplitPlanner:
         for s in self.subjects:
             by_language.setdefault(self.corpus.speakers[s].language, []).append(s)
         for language, subjects in sorted(by_language.items()):
+            with_profile = [s for s in subjects if self.corpus.speakers[s].profile]
+            self.skipped_reasoning += self.cfg.reasoning_per_subject[self.split] * (len(subjects) - len(with_profile))
             n_rc = self.cfg.audios_per_subject[self.split] * len(subjects)
-            n_rs = self.cfg.reasoning_per_subject[self.split] * len(subjects)
-            for slots in (recognition_captioning_slots(n_rc, self.cfg, multi_groups(language)),
-                          reasoning_slots(n_rs, self.cfg)):
+            n_rs = self.cfg.reasoning_per_subject[self.split] * len(with_profile)
+            for slots, eligible in ((recognition_captioning_slots(n_rc, self.cfg, multi_groups(language)), subjects),
+                                    (reasoning_slots(n_rs, self.cfg), with_profile)):
                 order = rng.permutation(len(slots))
-                targets = [subjects[j] for j in rng.permutation(len(subjects))]
+                targets = [eligible[j] for j in rng.permutation(len(eligible))]
                 out += [(slots[j], targets[k % len(targets)]) for k, j in enumerate(order)]
         return out
 

@@ -178,3 +178,51 @@ def test_bad_inputs_are_named(corpus_dir, work, tmp_path, corpus):
     victim.write_bytes(b"not audio")
     with pytest.raises(AudioError, match=victim.name):
         build(tmp_path / "o2", tiny_config(), corpus_dir=str(broken), work_dir=work)
+
+
+def make_folder_corpus(root: Path, corpus, n_speakers=5, n_clips=6) -> Path:
+    """A speaker-per-folder corpus (no profiles) from embedded English clips."""
+    for sid in [f"en_s0{i}" for i in range(1, n_speakers + 1)]:
+        (root / sid).mkdir(parents=True)
+        for utt in corpus.utterances_of(sid)[:n_clips]:
+            shutil.copy(utt.audio, root / sid / utt.audio.name)
+            (root / sid / f"{utt.audio.stem}.txt").write_text(utt.text)
+    return root
+
+
+class CannedProfileLLM:
+    """A TextLLM double that answers every profile request with the same valid profile."""
+
+    settings = {"model": "canned", "temperature": 0.0}
+
+    def __init__(self):
+        self.calls = 0
+
+    def complete(self, batch, **settings):
+        self.calls += len(batch)
+        profile = {"age": 30, "occupation": "engineer", "personality": "calm", "speaking_style": "plain",
+                   "intro": "a person", "interests": {k: f"likes {k}" for k in (
+                       "movie", "music", "hobby", "food", "books", "pet", "sports", "academic", "tech")}}
+        return [json.dumps(profile)] * len(batch)
+
+
+def test_subjects_without_profiles_skip_reasoning_or_get_llm_profiles(tmp_path, work, corpus):
+    from lalm_eval.llm import TextLLM
+
+    folder = make_folder_corpus(tmp_path / "folder", corpus)
+    cfg = tiny_config(languages=["en"], audios_per_subject={"train": 2, "test": 2})
+    info = build(tmp_path / "plain", cfg, corpus="folder", corpus_dir=str(folder),
+                 corpus_options={"language": "en"}, work_dir=work)
+    assert "reasoning" not in info["stats"]["by"]["task"]
+    assert info["plan"]["skipped_reasoning_slots"] == {"train": 5, "test": 10}
+    assert len(info["plan"]["subjects_without_profile"]) == 5
+
+    llm = CannedProfileLLM()
+    TextLLM.register(CannedProfileLLM)
+    info = build(tmp_path / "llm", cfg, corpus="folder", corpus_dir=str(folder),
+                 corpus_options={"language": "en"}, work_dir=work, llm=llm)
+    assert llm.calls == 5 and info["plan"]["generated_profiles"] == 5
+    assert info["stats"]["by"]["task"]["reasoning"]["samples"] == 15
+    build(tmp_path / "llm2", cfg, corpus="folder", corpus_dir=str(folder), corpus_options={"language": "en"},
+          work_dir=work, llm=llm)
+    assert llm.calls == 5  # served from the profile cache
