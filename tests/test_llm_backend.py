@@ -42,6 +42,12 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             status, payload, delay = srv.respond(index, body, dict(self.headers))
             time.sleep(delay)
+        finally:
+            # counted as finished before the reply is sent: once the client has the reply it may
+            # send its next request, which must not overlap this one in the count
+            with srv.lock:
+                srv.active -= 1
+        try:
             data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -50,9 +56,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client timed out and went away
-        finally:
-            with srv.lock:
-                srv.active -= 1
 
     def log_message(self, *args):
         pass
