@@ -21,7 +21,7 @@ from palm_bench.config import STRATA, BuildConfig
 from palm_bench.corpus.types import Corpus, Utterance
 from palm_bench.negatives import NegativePool
 from palm_bench.slots import Slot, reasoning_slots, recognition_captioning_slots
-from palm_bench.splits import rng_for
+from lalm_eval.seeding import rng_for
 from palm_bench.templates import TEMPLATE_DIR, Template, load_templates, placeholders_in, render
 
 

@@ -6,24 +6,11 @@ so adding a speaker never moves another speaker's clips between splits.
 
 from __future__ import annotations
 
-import hashlib
-
-import numpy as np
-
 from lalm_eval.errors import DataError
+from lalm_eval.seeding import rng_for
 from palm_bench.corpus.types import Corpus, Utterance
 
 SPLITS = ("train", "test")
-
-
-def stable_int(*parts) -> int:
-    """A 63-bit integer from strings/ints, stable across processes (unlike ``hash``)."""
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:8], "little") >> 1
-
-
-def rng_for(seed: int, *parts) -> np.random.Generator:
-    return np.random.default_rng([seed, stable_int(*parts)])
 
 
 def split_clips(corpus: Corpus, test_fraction: float, seed: int,

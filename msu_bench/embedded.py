@@ -1,0 +1,75 @@
+"""The embedded MSU conversations (rendered by ``tools/render_conversations.py``) as
+:class:`~msu_bench.types.Conversation` objects with their full annotation."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from lalm_eval.errors import DataError
+from msu_bench.render import CONVERSATIONS_DIR
+from msu_bench.types import Conversation, ReadReport, SpeakerInfo, Turn
+
+DATA_DIR = CONVERSATIONS_DIR / "data"
+REQUIRED = ("id", "language", "speakers", "turns", "audio", "duration")
+SPEAKER_FIELDS = ("gender", "age_group", "accent", "role", "social_role", "region", "expression", "culture")
+
+
+def _turn_id(conv_id: str, index: int) -> str:
+    return f"{conv_id}-t{index:04d}"
+
+
+def _conversation(rec: dict, root: Path, where: str) -> Conversation:
+    cid = rec["id"]
+    speakers = {}
+    for key, info in rec["speakers"].items():
+        change = info.get("opinion_change")
+        if change:
+            change = {**change, "turn": _turn_id(cid, int(change["turn"]))}
+        language = "yue" if str(info.get("accent", "")).startswith("Cantonese") else rec["language"]
+        speakers[key] = SpeakerInfo(id=key, language=language, voice=info.get("voice_description"),
+                                    opinion_change=change, **{f: info.get(f) for f in SPEAKER_FIELDS})
+    turns, latest_end = [], 0.0
+    for t in rec["turns"]:
+        i = int(t["index"])
+        if t["speaker"] not in speakers:
+            raise DataError(where, f"{cid} turn {i}: unknown speaker {t['speaker']!r}", field="speaker")
+        pw = t.get("pause_within")
+        turns.append(Turn(id=_turn_id(cid, i), speaker=t["speaker"], text=t["text"], start=float(t["start"]),
+                          end=float(t["end"]), emotion=t.get("emotion"), voice_quality=t.get("voice_quality"),
+                          act=t.get("act"), interrupts=_turn_id(cid, i - 1) if t.get("interrupts") else None,
+                          pause_before=round(max(0.0, float(t["start"]) - latest_end), 3),
+                          pause_within=(pw[0], float(pw[1])) if pw else None))
+        latest_end = max(latest_end, float(t["end"]))
+    meta = {k: rec.get(k) for k in ("title", "venue", "background", "formality", "relationship",
+                                     "dominant_speaker", "outcome", "outcome_summary")}
+    meta["cause_links"] = [{**c, "cause_turn": _turn_id(cid, int(c["cause_turn"])),
+                            "effect_turn": _turn_id(cid, int(c["effect_turn"]))} for c in rec.get("cause_links", [])]
+    meta["motivations"] = [{**m, "turn": _turn_id(cid, int(m["turn"]))} for m in rec.get("motivations", [])]
+    return Conversation(id=cid, language=rec["language"], source="embedded", audio=root / rec["audio"],
+                        duration=float(rec["duration"]), speakers=speakers, turns=turns, meta=meta,
+                        sampling_rate=int(rec.get("sampling_rate", 16000)))
+
+
+def read_manifest(path: Path) -> ReadReport:
+    if not path.is_file():
+        raise DataError(path, "manifest not found (render with tools/render_conversations.py)")
+    conversations = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(path, f"invalid JSON ({exc.msg})", line=lineno) from None
+        for field in REQUIRED:
+            if field not in rec:
+                raise DataError(path, "missing value", field=field, line=lineno)
+        conversations.append(_conversation(rec, path.parent, f"{path}:{lineno}"))
+    return ReadReport(conversations)
+
+
+@lru_cache(maxsize=1)
+def load_embedded_conversations() -> ReadReport:
+    return read_manifest(DATA_DIR / "manifest.jsonl")
