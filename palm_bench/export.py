@@ -5,22 +5,18 @@ Output layout (what ``load_dataset(out_dir, "<config>")`` and the Hub expect)::
     out_dir/README.md                      card with the `configs:` block (+ `all` = the union)
     out_dir/<task>/<split>-0000i-of-0000N.parquet
     out_dir/build_info.json                config, statistics, plan log, timings, shard hashes
-
-The Arrow cache of the builder lives in a temporary folder and is removed after export.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import tempfile
 import time
 from pathlib import Path
 
 import yaml
 
-from lalm_eval.hub.card import feature_rows, front_matter, render_card, write_card
-from lalm_eval.hub.parquet import export_dataset_dict, file_sha256
+from lalm_eval.hub.card import feature_rows, front_matter, render_card
+from lalm_eval.hub.export import export_builders, finish_folder, with_union_config
 from palm_bench.builder import CITATION, FEATURES, TASKS, PalmBench
 from palm_bench.config import BuildConfig
 from palm_bench.plan import make_plan
@@ -58,38 +54,28 @@ def build(out_dir: str | Path, cfg: BuildConfig, corpus: str = "embedded", corpu
     empty = [t for t in tasks if t not in planned]
     if empty:
         log.warning("no samples planned for %s: those configs are not written", empty)
-    tasks = tuple(t for t in tasks if t in planned)
-    datasets_by_task = {}
-    with tempfile.TemporaryDirectory(prefix="palm_arrow_") as tmp:
-        for task in tasks:
-            builder = PalmBench(config_name=task, cache_dir=tmp, build=cfg, corpus=corpus,
-                                corpus_dir=corpus_dir, corpus_options=corpus_options or {},
-                                work_dir=str(work) if work else None)
-            builder._plan = plan  # planned once for all configs (same seed, same plan)
-            builder.download_and_prepare()
-            datasets_by_task[task] = builder.as_dataset()
-        t_gen = time.perf_counter()
-        files = export_dataset_dict(datasets_by_task, out_dir)
-        splits = sorted({split for dd in datasets_by_task.values() for split in dd})
-        stats = collect({split: _split_rows(datasets_by_task, split) for split in splits})
+
+    def make_builder(task: str, cache_dir: str) -> PalmBench:
+        builder = PalmBench(config_name=task, cache_dir=cache_dir, build=cfg, corpus=corpus, corpus_dir=corpus_dir,
+                            corpus_options=corpus_options or {}, work_dir=str(work) if work else None)
+        builder._plan = plan  # planned once for all configs (same seed, same plan)
+        return builder
+
+    def statistics(built: dict) -> dict:
+        splits = sorted({split for dd in built.values() for split in dd})
+        return collect({split: _split_rows(built, split) for split in splits})
+
+    files, stats = export_builders(make_builder, [t for t in tasks if t in planned], out_dir, statistics)
     t_export = time.perf_counter()
-    files_all = dict(files)
-    files_all["all"] = {split: sorted(p for t in files for p in files[t].get(split, []))
-                        for split in ("train", "test")}
-    card = render_card("palm.md.j2", _card_context(plan, cfg, files_all, stats, corpus, repo_id))
-    write_card(out_dir, card)
-    n_rows = stats["total_samples"]
-    shard_paths = sorted(out_dir.glob("*/*.parquet"))
-    total_bytes = sum(p.stat().st_size for p in shard_paths)
+    card = render_card("palm.md.j2", _card_context(plan, cfg, with_union_config(files), stats, corpus, repo_id))
     info = {
         "config": cfg.to_dict(), "corpus": corpus, "corpus_dir": corpus_dir, "stats": stats,
-        "plan": plan.stats, "empty_configs": empty, "llm": llm.settings if llm is not None else None, "bytes_per_sample": round(total_bytes / max(n_rows, 1)),
-        "parquet_bytes": total_bytes,
-        "seconds": {"plan": round(t_plan - t0, 2), "generate": round(t_gen - t_plan, 2),
-                    "export": round(t_export - t_gen, 2), "total": round(time.perf_counter() - t0, 2)},
-        "shards": {p.relative_to(out_dir).as_posix(): file_sha256(p) for p in shard_paths},
+        "plan": plan.stats, "empty_configs": empty, "llm": llm.settings if llm is not None else None,
+        "seconds": {"plan": round(t_plan - t0, 2), "generate_and_export": round(t_export - t_plan, 2),
+                    "total": round(time.perf_counter() - t0, 2)},
     }
-    (out_dir / "build_info.json").write_text(json.dumps(info, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    info = finish_folder(out_dir, card, info)
+    info["bytes_per_sample"] = round(info["parquet_bytes"] / max(stats["total_samples"], 1))
     return info
 
 

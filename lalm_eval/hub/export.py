@@ -1,0 +1,56 @@
+"""Run dataset builders and export them as a Hub-style folder (shared by every benchmark).
+
+``export_builders`` prepares each builder in a temporary Arrow cache, writes its splits as
+Parquet shards under ``out_dir/<config>/`` and returns the datasets (for statistics) and the
+file map (for the card). ``finish_folder`` writes the card and ``build_info.json`` with the
+shard hashes, so two builds can be compared byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+import datasets
+
+from lalm_eval.hub.card import write_card
+from lalm_eval.hub.parquet import export_dataset_dict, file_sha256
+
+
+def export_builders(make_builder: Callable[[str, str], datasets.DatasetBuilder], configs: list[str],
+                    out_dir: Path, consume: Callable[[dict], object] | None = None):
+    """``make_builder(config, cache_dir)`` for each config → Parquet in ``out_dir``.
+
+    Returns ``(files, consumed)`` where ``files`` maps config → split → shard paths and
+    ``consumed`` is ``consume(datasets_by_config)``, called while the Arrow cache still exists
+    (use it to compute statistics).
+    """
+    with tempfile.TemporaryDirectory(prefix="lalm_arrow_") as tmp:
+        built = {}
+        for config in configs:
+            builder = make_builder(config, tmp)
+            builder.download_and_prepare()
+            built[config] = builder.as_dataset()
+        files = export_dataset_dict(built, out_dir)
+        consumed = consume(built) if consume else None
+    return files, consumed
+
+
+def with_union_config(files: dict, name: str = "all") -> dict:
+    """``files`` plus a config ``name`` whose splits are the union of every config's shards."""
+    splits = sorted({split for cfg in files.values() for split in cfg})
+    return {**files, name: {split: sorted(p for cfg in files.values() for p in cfg.get(split, []))
+                            for split in splits}}
+
+
+def finish_folder(out_dir: Path, card_text: str, info: dict) -> dict:
+    """Write the card and ``build_info.json`` (``info`` + shard hashes and sizes); return it."""
+    write_card(out_dir, card_text)
+    shards = sorted(Path(out_dir).glob("*/*.parquet"))
+    info = {**info, "parquet_bytes": sum(p.stat().st_size for p in shards),
+            "shards": {p.relative_to(out_dir).as_posix(): file_sha256(p) for p in shards}}
+    (Path(out_dir) / "build_info.json").write_text(json.dumps(info, ensure_ascii=False, indent=2) + "\n",
+                                                   encoding="utf-8")
+    return info
