@@ -31,8 +31,8 @@ def templates() -> dict:
     return yaml.safe_load(TEMPLATES.read_text(encoding="utf-8"))
 
 
-def _fmt(text: str, **values) -> str:
-    return text.format(**values)
+def _fmt(template: str, **values) -> str:
+    return template.format(**values)
 
 
 def _items(f: Facts, task: str, rng) -> list[tuple[str, str, dict]]:
@@ -197,6 +197,6 @@ def generate_segment_qa(conv: Conversation, task_ids: list[str], asked: dict[str
         if not candidates:
             continue
         q, a, ev = candidates[int(rng.integers(len(candidates)))]
-        items.append(QAItem(task, q, a, ev))
+        items.append(QAItem(task, q, a[:1].upper() + a[1:] if a else a, ev))
         asked[task] = asked.get(task, 0) + 1
     return items

@@ -1,0 +1,116 @@
+"""MSU-Bench as a ``datasets.GeneratorBasedBuilder``: configs ``tier1`` … ``tier4`` (and ``all``),
+one ``test`` split. Each row is one open-ended question about a 60-120 s segment, with the
+task's inference prompt (answer format and constraints) and the segment's speaker-attributed
+transcript. Rows of one segment share its audio and are written together (see
+:mod:`lalm_eval.hub.parquet` for why that stores the audio once per row group)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import datasets
+import numpy as np
+
+from lalm_eval.audio.io import TARGET_SR, encode_audio, read_audio
+from msu_bench.plan import MsuConfig, MsuPlan, make_plan
+from msu_bench.qa.facts import Facts
+from msu_bench.qa.generate import templates
+from msu_bench.taxonomy import load_taxonomy
+
+TIERS = ("tier1", "tier2", "tier3", "tier4")
+_SPEAKER = {k: datasets.Value("string") for k in ("label", "speaker_id", "gender", "age_group", "accent", "role")}
+_TURN = {"speaker": datasets.Value("string"), "start": datasets.Value("float32"), "end": datasets.Value("float32"),
+         "text": datasets.Value("string")}
+FEATURES = datasets.Features({
+    "id": datasets.Value("string"),
+    "segment_id": datasets.Value("string"),
+    "source": datasets.Value("string"),
+    "language": datasets.Value("string"),
+    "audio": datasets.Audio(sampling_rate=TARGET_SR),
+    "duration": datasets.Value("float32"),
+    "n_speakers": datasets.Value("int32"),
+    "tier": datasets.Value("string"),
+    "capability": datasets.Value("string"),
+    "task_id": datasets.Value("string"),
+    "task_name": datasets.Value("string"),
+    "question": datasets.Value("string"),
+    "answer": datasets.Value("string"),
+    "inference_prompt": datasets.Value("string"),
+    "speakers": datasets.List(_SPEAKER),
+    "transcript": datasets.List(_TURN),
+    "evidence": datasets.Value("string"),  # JSON: the turns / annotation fields the answer rests on
+})
+
+
+@dataclasses.dataclass
+class MsuBenchConfig(datasets.BuilderConfig):
+    tiers: tuple[str, ...] = TIERS
+    build: MsuConfig | None = None
+    corpus: str = "embedded"
+    corpus_dir: str | None = None
+    corpus_options: dict = dataclasses.field(default_factory=dict)
+
+
+class MsuBench(datasets.GeneratorBasedBuilder):
+    BUILDER_CONFIG_CLASS = MsuBenchConfig
+    BUILDER_CONFIGS = [MsuBenchConfig(name=t, tiers=(t,), description=f"MSU-Bench {t}") for t in TIERS] + [
+        MsuBenchConfig(name="all", tiers=TIERS, description="MSU-Bench, all tiers")]
+    DEFAULT_CONFIG_NAME = "all"
+    DEFAULT_WRITER_BATCH_SIZE = 50
+
+    def _info(self):
+        return datasets.DatasetInfo(description="MSU-Bench: multi-speaker conversation understanding",
+                                    features=FEATURES, citation=CITATION)
+
+    @property
+    def plan(self) -> MsuPlan:
+        if getattr(self, "_plan", None) is None:
+            self._plan = make_plan(self.config.build or MsuConfig(), self.config.corpus, self.config.corpus_dir,
+                                   self.config.corpus_options)
+        return self._plan
+
+    def _split_generators(self, dl_manager):
+        return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs={})]
+
+    def _generate_examples(self):
+        taxonomy, plan, index = load_taxonomy(), self.plan, 0
+        for seg in plan.segments:
+            items = [q for q in plan.questions[seg.id] if taxonomy.task(q.task_id).tier in self.config.tiers]
+            if not items:
+                continue
+            audio = {"bytes": encode_audio(segment_audio(seg), TARGET_SR, plan.config.audio_format),
+                     "path": f"{seg.id}.{plan.config.audio_format}"}
+            common = segment_fields(seg)
+            for j, q in enumerate(items):
+                task = taxonomy.task(q.task_id)
+                yield datasets.builder.Key(0, index), {
+                    **common, "id": f"{seg.id}-q{j:02d}", "audio": audio, "tier": task.tier,
+                    "capability": task.capability, "task_id": task.id, "task_name": task.name,
+                    "question": q.question, "answer": q.answer, "inference_prompt": task.inference_prompt(seg.language),
+                    "evidence": json.dumps(q.evidence, ensure_ascii=False, sort_keys=True)}
+                index += 1
+
+
+def segment_audio(seg) -> np.ndarray:
+    """The segment's span of its recording, mono 16 kHz."""
+    audio, _ = read_audio(seg.audio, target_sr=TARGET_SR)
+    start = int(round(seg.offset * TARGET_SR))
+    return audio[start:start + int(round(seg.duration * TARGET_SR))]
+
+
+def segment_fields(seg) -> dict:
+    tpl = templates()
+    labels = Facts(seg, tpl["labels"], seg.language, tpl["speaker_label"][seg.language]).names
+    speakers = [{"label": labels[s], "speaker_id": s, **{k: getattr(seg.speakers[s], k) or "" for k in
+                 ("gender", "age_group", "accent", "role")}} for s in labels]
+    transcript = [{"speaker": labels[t.speaker], "start": t.start, "end": t.end, "text": t.text}
+                  for t in sorted(seg.turns, key=lambda t: (t.start, t.id))]
+    return {"segment_id": seg.id, "source": seg.source, "language": seg.language, "duration": seg.duration,
+            "n_speakers": len(labels), "speakers": speakers, "transcript": transcript}
+
+
+CITATION = """@article{msubench,
+  title  = {MSU-Bench: Towards Understanding the Conversational Multi-talker Scenarios},
+  note   = {Benchmark of multi-speaker conversation understanding: 4 tiers, 10 capabilities, 25 tasks}
+}"""

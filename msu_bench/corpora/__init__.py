@@ -1,0 +1,103 @@
+"""Readers of the real corpora MSU-Bench is built from, each returning a
+:class:`~msu_bench.types.ReadReport` of :class:`~msu_bench.types.Conversation` objects.
+
+===========================  =========================================================
+``prepare_alimeeting``       AliMeeting far/near TextGrids (zh meetings)
+``prepare_chime6``           CHiME-6 / CHiME-5 JSON transcriptions (en dinner parties)
+``prepare_magicdata``        MagicData conversational ``TXT/`` + ``WAV/`` (telephone)
+``prepare_rttm``             generic audio + RTTM + per-turn transcript (film clips, any corpus)
+===========================  =========================================================
+
+Shared rules (implemented once, here): a conversation's turns are sorted by
+``(start, end, speaker, text)`` and numbered ``<conversation id>-t0001``, ...; times are rounded
+to microseconds; ``speakers`` holds the speakers who have turns, by first appearance;
+``duration`` and ``sampling_rate`` come from ``soundfile.info`` of the audio; when the audio is
+missing, ``duration`` is the last turn end, ``audio`` is ``None`` and the skip
+``(annotation file, "audio missing")`` is counted (an undecodable file likewise, as
+``(audio file, "audio unreadable (...)")``). A conversation left with no turns is a counted
+skip; a missing corpus folder, or one with nothing usable, raises :class:`DataError` naming it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import soundfile as sf
+
+from lalm_eval.errors import ConfigError, DataError
+from msu_bench.types import Conversation, SpeakerInfo, Turn
+
+#: ``[noise]``, ``[laughs]``, ``[inaudible 0:00:42.15]``, ``[*]``, ``[+]``, ``[MUSIC]``, ...
+TAG = re.compile(r"\[[^\]]*\]")
+GENDERS = {"f": "female", "female": "female", "女": "female",
+           "m": "male", "male": "male", "男": "male"}
+
+
+def strip_tags(text: str) -> str:
+    """Remove bracketed event tags and collapse whitespace."""
+    return " ".join(TAG.sub(" ", text).split())
+
+
+def normalize_gender(value) -> str | None:
+    """``F``/``female``/``女`` -> ``"female"``, ``M``/``male``/``男`` -> ``"male"``, else ``None``."""
+    return GENDERS.get(str(value).strip().lower()) if value is not None else None
+
+
+def require_dir(path, corpus: str) -> Path:
+    root = Path(path).expanduser().resolve()
+    if not root.is_dir():
+        raise DataError(root, f"{corpus} folder not found")
+    return root
+
+
+def check_option(name: str, value, allowed) -> None:
+    if value not in allowed:
+        raise ConfigError(f"{name}={value!r} is not one of {', '.join(map(repr, allowed))}")
+
+
+def require_some(conversations: list, root: Path, corpus: str, what: str) -> None:
+    if not conversations:
+        raise DataError(root, f"no usable {corpus} conversations found (expected {what})")
+
+
+def make_conversation(cid: str, *, source: str, language: str, annotation, audio,
+                      turns, speakers: dict[str, SpeakerInfo], skipped: list,
+                      meta: dict | None = None) -> Conversation | None:
+    """Build one conversation from raw ``(speaker, start, end, text)`` turns.
+
+    ``annotation`` is the file skips are reported against; ``audio`` may be ``None`` or a path
+    that does not exist (then the skip ``"audio missing"`` is counted). Returns ``None`` (and
+    counts a skip) when no turn is left.
+    """
+    raw = [(spk, round(float(s), 6), round(float(e), 6), text) for spk, s, e, text in turns]
+    raw.sort(key=lambda t: (t[1], t[2], t[0], t[3]))
+    if not raw:
+        skipped.append((str(annotation), "no usable turns"))
+        return None
+    kept = [Turn(id=f"{cid}-t{i:04d}", speaker=spk, text=text, start=s, end=e)
+            for i, (spk, s, e, text) in enumerate(raw, 1)]
+    order = list(dict.fromkeys(t.speaker for t in kept))
+    infos = {spk: speakers.get(spk) or SpeakerInfo(id=spk, language=language) for spk in order}
+    duration, rate, path = max(t.end for t in kept), 16_000, None
+    if audio is not None and Path(audio).is_file():
+        try:
+            info = sf.info(str(audio))
+            duration, rate, path = float(info.duration), int(info.samplerate), Path(audio).resolve()
+        except (sf.LibsndfileError, RuntimeError) as exc:
+            skipped.append((str(audio), f"audio unreadable ({exc})"))
+    else:
+        skipped.append((str(annotation), "audio missing"))
+    return Conversation(id=cid, language=language, source=source, audio=path,
+                        duration=duration, speakers=infos, turns=kept, meta=dict(meta or {}),
+                        sampling_rate=rate)
+
+
+# The readers import the helpers above, so they are imported after them.
+from msu_bench.corpora.alimeeting import prepare_alimeeting  # noqa: E402
+from msu_bench.corpora.chime6 import parse_clock, prepare_chime6  # noqa: E402
+from msu_bench.corpora.magicdata import prepare_magicdata  # noqa: E402
+from msu_bench.corpora.rttm import RttmReport, prepare_rttm  # noqa: E402
+
+__all__ = ["prepare_alimeeting", "prepare_chime6", "prepare_magicdata", "prepare_rttm",
+           "parse_clock", "RttmReport", "make_conversation", "strip_tags", "normalize_gender"]

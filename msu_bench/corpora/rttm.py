@@ -1,0 +1,142 @@
+"""Generic reader: audio + RTTM speaker turns + a transcript per turn. MSU's film clips have no
+public layout, so they (and any user corpus) are read in this form::
+
+    corpus_dir/**/<name>.rttm   SPEAKER <file> <chan> <start> <dur> <NA> <NA> <speaker> <NA> <NA>
+              /**/<name>.wav    (or .flac / .ogg / .opus) beside it
+              /**/<name>.json   [{"start": s, "end": s, "speaker": "...", "text": "..."}, ...]
+              /**/<name>.csv    or a CSV with a header row: start,end,speaker,text
+
+RTTM lines of other types (``SPKR-INFO``, ...), comments and blank lines are ignored; the
+``<file>`` field is not checked (one recording per RTTM). A SPEAKER line with too few fields, an
+unparsable number or a duration <= 0 is a counted skip (file:line).
+
+Matching rule: the RTTM segments are the turns (their times and speaker labels are kept; the
+transcript must use the same speaker labels). Each transcript turn goes to the RTTM segment of
+the same speaker that overlaps it longest in time (ties: the earlier segment); several texts
+landing in one segment are joined in time order (with a space; without one for ``zh``). A
+transcript turn overlapping no segment of its speaker is a counted skip. A segment that gets
+no text keeps ``text=""``: it is not a skip, it is listed in :attr:`RttmReport.untranscribed`
+and counted per conversation in ``meta["untranscribed"]``. With no transcript file at all,
+every segment is untranscribed.
+
+Conversation ids are ``<source>-<name>`` (``<name>`` is the path under ``corpus_dir`` without
+suffix, ``/`` -> ``-``); ``language`` must be given (it cannot be known from these files).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+from pathlib import Path
+
+from msu_bench.corpora import make_conversation, require_dir, require_some
+from msu_bench.types import ReadReport
+
+AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".opus")
+
+
+@dataclasses.dataclass
+class RttmReport(ReadReport):
+    """A :class:`ReadReport` that also lists the RTTM segments left without text (kept)."""
+
+    untranscribed: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (file, segment)
+
+    @property
+    def n_untranscribed(self) -> int:
+        return len(self.untranscribed)
+
+
+def prepare_rttm(corpus_dir, language: str, source: str = "rttm") -> RttmReport:
+    """Read every ``<name>.rttm`` under ``corpus_dir`` with its audio and transcript."""
+    root = require_dir(corpus_dir, "RTTM")
+    report = RttmReport([], [])
+    for rttm in sorted(root.rglob("*.rttm")):
+        name = rttm.relative_to(root).with_suffix("").as_posix().replace("/", "-")
+        segments = _read_rttm(rttm, report.skipped)
+        texts = _assign(segments, _read_transcript(rttm, report.skipped), report.skipped, language)
+        turns, missing = [], 0
+        for i, (speaker, start, end) in enumerate(segments):
+            turns.append((speaker, start, end, texts.get(i, "")))
+            if i not in texts:
+                missing += 1
+                report.untranscribed.append((str(rttm), f"{speaker} {start:.3f}-{end:.3f}"))
+        audio = next((p for p in (rttm.with_suffix(s) for s in AUDIO_SUFFIXES) if p.is_file()),
+                     rttm.with_suffix(".wav"))
+        conv = make_conversation(f"{source}-{name}", source=source, language=language,
+                                 annotation=rttm, audio=audio, turns=turns, speakers={},
+                                 skipped=report.skipped, meta={"untranscribed": missing})
+        if conv is not None:
+            report.conversations.append(conv)
+    require_some(report.conversations, root, "RTTM", "<name>.rttm + <name>.wav + <name>.json|.csv")
+    return report
+
+
+def _read_rttm(path: Path, skipped: list) -> list[tuple[str, float, float]]:
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, UnicodeError) as exc:
+        skipped.append((str(path), f"unreadable RTTM ({exc})"))
+        return []
+    segments = []
+    for number, line in enumerate(lines, 1):
+        fields = line.split()
+        if not fields or fields[0] != "SPEAKER":
+            continue
+        try:
+            if len(fields) < 8:
+                raise ValueError(f"{len(fields)} fields, expected 10")
+            start, duration = float(fields[3]), float(fields[4])
+            if duration <= 0:
+                raise ValueError(f"duration {duration} <= 0")
+        except ValueError as exc:
+            skipped.append((f"{path}:{number}", f"bad SPEAKER line ({exc})"))
+            continue
+        segments.append((fields[7], start, start + duration))
+    return sorted(segments, key=lambda s: (s[1], s[2], s[0]))
+
+
+def _read_transcript(rttm: Path, skipped: list) -> list[tuple[str, float, float, str, str]]:
+    """``(speaker, start, end, text, where)`` rows of ``<name>.json`` or ``<name>.csv`` (none: [])."""
+    path = next((p for p in (rttm.with_suffix(".json"), rttm.with_suffix(".csv")) if p.is_file()), None)
+    if path is None:
+        return []
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            if path.suffix == ".json":
+                rows = [(f"{path}:entry {i}", r) for i, r in enumerate(json.load(handle), 1)]
+            else:
+                reader = csv.DictReader(handle)
+                rows = [(f"{path}:{reader.line_num}", r) for r in reader]
+    except (OSError, UnicodeError, ValueError, TypeError, csv.Error) as exc:
+        skipped.append((str(path), f"unreadable transcript ({exc})"))
+        return []
+    turns = []
+    for where, row in rows:
+        try:
+            turn = (str(row["speaker"]).strip(), float(row["start"]), float(row["end"]),
+                    str(row.get("text") or "").strip(), where)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            skipped.append((where, f"bad transcript row ({type(exc).__name__}: {exc})"))
+            continue
+        if turn[3]:
+            turns.append(turn)
+    return turns
+
+
+def _assign(segments, transcript, skipped: list, language: str) -> dict[int, str]:
+    """Segment index -> joined text of the transcript turns matched to it (see module doc)."""
+    matched: dict[int, list] = {}
+    for speaker, start, end, text, where in sorted(transcript, key=lambda t: (t[1], t[2], t[0])):
+        best, best_overlap = None, 0.0
+        for i, (seg_speaker, seg_start, seg_end) in enumerate(segments):
+            overlap = min(end, seg_end) - max(start, seg_start)
+            if seg_speaker == speaker and overlap > best_overlap:
+                best, best_overlap = i, overlap
+        if best is None:
+            skipped.append((where, f"transcript turn {start:.3f}-{end:.3f} {text[:30]!r} "
+                                     "overlaps no RTTM segment of its speaker"))
+            continue
+        matched.setdefault(best, []).append(text)
+    glue = "" if language == "zh" else " "
+    return {i: glue.join(texts) for i, texts in matched.items()}

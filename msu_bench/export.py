@@ -1,0 +1,77 @@
+"""``msu-bench build``: run the builder per tier and export Parquet + card (``all`` = union)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import yaml
+
+from lalm_eval.hub.card import feature_rows, front_matter, render_card
+from lalm_eval.hub.export import export_builders, finish_folder, with_union_config
+from msu_bench.builder import CITATION, FEATURES, TIERS, MsuBench
+from msu_bench.plan import MsuConfig, make_plan
+from msu_bench.taxonomy import load_taxonomy
+
+log = logging.getLogger(__name__)
+DEFAULT_OUT = "msu-bench"
+EMBEDDED_NOTE = (
+    "**Source: the lalm-eval embedded conversations.** All speech is synthetic: scripted "
+    "English and Mandarin conversations of 2-4 speakers written for lalm-eval and rendered with "
+    "Debian's espeak-ng, flite and festival voices; emotions are rendered as tempo, pitch and "
+    "loudness changes, interruptions as overlapping audio. Annotations (emotions, roles, "
+    "outcomes, cause links) are authored with the script, times are measured from the audio.")
+LICENCES = {
+    "embedded": "Scripts, annotations and rendered audio: lalm-eval (same licence as the package); voices "
+                "from espeak-ng (GPL-3.0), flite and festival (BSD-style CMU/Edinburgh licences).",
+    "alimeeting": "AliMeeting: CC BY-SA 4.0.", "chime6": "CHiME-6: see the CHiME-5/6 licence (non-commercial).",
+    "magicdata": "MagicData conversational corpora: see the MagicData licence.", "rttm": "User data: its licence applies.",
+}
+
+
+def statistics(built: dict) -> dict:
+    by = defaultdict(lambda: {"questions": 0, "segments": set()})
+    for dd in built.values():
+        for row in dd["test"].select_columns(["segment_id", "tier", "capability", "task_id", "language", "duration"]):
+            for key in (("tier", row["tier"]), ("capability", row["capability"]), ("task", row["task_id"]),
+                        ("language", row["language"])):
+                by[key]["questions"] += 1
+                by[key]["segments"].add(row["segment_id"])
+    table = defaultdict(dict)
+    for (dim, value), cell in sorted(by.items()):
+        table[dim][value] = {"questions": cell["questions"], "segments": len(cell["segments"])}
+    return {"by": dict(table), "total_questions": sum(c["questions"] for c in table.get("tier", {}).values())}
+
+
+def build(out_dir, cfg: MsuConfig, corpus: str = "embedded", corpus_dir: str | None = None,
+          corpus_options: dict | None = None, repo_id: str | None = None) -> dict:
+    out_dir, t0 = Path(out_dir), time.perf_counter()
+    plan = make_plan(cfg, corpus, corpus_dir, corpus_options)
+    taxonomy = load_taxonomy()
+    asked_tiers = {taxonomy.task(q.task_id).tier for qs in plan.questions.values() for q in qs}
+
+    def make_builder(tier: str, cache_dir: str) -> MsuBench:
+        builder = MsuBench(config_name=tier, cache_dir=cache_dir, build=cfg, corpus=corpus, corpus_dir=corpus_dir,
+                           corpus_options=corpus_options or {})
+        builder._plan = plan
+        return builder
+
+    files, stats = export_builders(make_builder, [t for t in TIERS if t in asked_tiers], out_dir, statistics)
+    durations = [s.duration for s in plan.segments]
+    stats.update({"segments": len(plan.segments), "segment_seconds": [round(min(durations), 1), round(max(durations), 1)]
+                  if durations else [], "languages": dict(Counter(s.language for s in plan.segments))})
+    context = {
+        "configs_yaml": front_matter(with_union_config(files), default_config="all", license="other",
+                                     language=sorted(stats["languages"]), task_categories=["question-answering"],
+                                     tags=["multi-speaker", "conversation", "audio-language-models"],
+                                     pretty_name="MSU-Bench"),
+        "corpus": corpus, "corpus_note": EMBEDDED_NOTE if corpus == "embedded" else f"Built from `{corpus}`.",
+        "licence_note": LICENCES.get(corpus, ""), "stats": stats, "plan": plan.stats,
+        "tasks": taxonomy.tasks, "features": feature_rows(FEATURES), "citation": CITATION,
+        "build_yaml": yaml.safe_dump(cfg.to_dict(), sort_keys=False).rstrip(), "repo_id": repo_id or DEFAULT_OUT,
+    }
+    info = {"config": cfg.to_dict(), "corpus": corpus, "corpus_dir": corpus_dir, "stats": stats, "plan": plan.stats,
+            "seconds": round(time.perf_counter() - t0, 2)}
+    return finish_folder(out_dir, render_card("msu.md.j2", context), info)

@@ -1,0 +1,110 @@
+"""From conversations to the MSU-Bench question plan: read the corpus, select 60-120 s segments
+with at least two speakers, and ask each segment ``per_segment`` questions by templates
+(and, for corpora without rich annotations, through an LLM when one is given)."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+
+import yaml
+
+from lalm_eval.errors import ConfigError
+from lalm_eval.seeding import rng_for
+from msu_bench.qa.generate import QAItem, generate_segment_qa
+from msu_bench.segments import SegmentRule, select_segments
+from msu_bench.taxonomy import load_taxonomy
+from msu_bench.types import Conversation, ReadReport
+
+log = logging.getLogger(__name__)
+PRESET_DIR = Path(__file__).resolve().parent / "presets"
+
+
+@dataclasses.dataclass(frozen=True)
+class MsuConfig:
+    seed: int = 0
+    per_segment: int = 10  # paper: ten QA pairs per session
+    min_segment_s: float = 60.0
+    max_segment_s: float = 120.0
+    min_speakers: int = 2
+    languages: tuple[str, ...] = ("en", "zh")
+    audio_format: str = "flac"
+
+    @classmethod
+    def from_dict(cls, data: dict, where: str = "msu config") -> "MsuConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"{where}: unknown key(s) {unknown}; known: {sorted(known)}")
+        data = {**data, **({"languages": tuple(data["languages"])} if "languages" in data else {})}
+        cfg = cls(**data)
+        if not 0 < cfg.min_segment_s <= cfg.max_segment_s or cfg.min_speakers < 2 or cfg.per_segment < 1:
+            raise ConfigError(f"{where}: need 0 < min_segment_s <= max_segment_s, min_speakers >= 2, per_segment >= 1")
+        return cfg
+
+    def to_dict(self) -> dict:
+        out = dataclasses.asdict(self)
+        out["languages"] = list(self.languages)
+        return out
+
+
+def load_preset(name_or_path: str, overrides: dict | None = None) -> MsuConfig:
+    path = Path(name_or_path)
+    if not path.is_file():
+        path = PRESET_DIR / f"{name_or_path}.yaml"
+    if not path.is_file():
+        raise ConfigError(f"unknown preset {name_or_path!r}; presets: {sorted(p.stem for p in PRESET_DIR.glob('*.yaml'))}")
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return MsuConfig.from_dict({**data, **(overrides or {})}, where=str(path))
+
+
+def read_corpus(kind: str, corpus_dir: str | None, options: dict) -> ReadReport:
+    if kind == "embedded":
+        from msu_bench.embedded import load_embedded_conversations, read_manifest
+
+        return read_manifest(Path(corpus_dir) / "manifest.jsonl") if corpus_dir else load_embedded_conversations()
+    if corpus_dir is None:
+        raise ConfigError(f"corpus {kind!r} needs --corpus-dir")
+    import importlib
+
+    try:
+        module = importlib.import_module(f"msu_bench.corpora.{kind}")
+    except ModuleNotFoundError:
+        raise ConfigError(f"unknown corpus {kind!r}; expected embedded, alimeeting, chime6, magicdata or rttm") from None
+    return getattr(module, f"prepare_{kind}")(corpus_dir, **options)
+
+
+@dataclasses.dataclass
+class MsuPlan:
+    config: MsuConfig
+    segments: list[Conversation]
+    questions: dict[str, list[QAItem]]  # segment id -> questions
+    stats: dict
+
+
+def make_plan(cfg: MsuConfig, corpus: str = "embedded", corpus_dir: str | None = None,
+              corpus_options: dict | None = None) -> MsuPlan:
+    report = read_corpus(corpus, corpus_dir, corpus_options or {})
+    rule = SegmentRule(cfg.min_segment_s, cfg.max_segment_s, cfg.min_speakers)
+    segments, rejected = [], []
+    for conv in sorted(report.conversations, key=lambda c: c.id):
+        if conv.language not in cfg.languages:
+            continue
+        found, why = select_segments(conv, rule)
+        segments += found
+        rejected += why
+        if not found and not why:
+            rejected.append(f"{conv.id}: no {cfg.min_segment_s:.0f}-{cfg.max_segment_s:.0f} s window "
+                            f"({conv.duration:.1f} s long)")
+    for reason in rejected:
+        log.info("segment skipped: %s", reason)
+    task_ids = [t.id for t in load_taxonomy().tasks]
+    asked: dict[str, int] = {}
+    questions = {seg.id: generate_segment_qa(seg, task_ids, asked, rng_for(cfg.seed, "qa", seg.id), cfg.per_segment)
+                 for seg in segments}
+    stats = {"conversations": len(report.conversations), "segments": len(segments),
+             "skipped_source_items": report.n_skipped, "skipped_segments": rejected,
+             "questions_per_task": dict(sorted(asked.items())),
+             "tasks_without_questions": sorted(set(task_ids) - set(asked))}
+    return MsuPlan(cfg, segments, questions, stats)
