@@ -28,7 +28,9 @@ def test_wheel_contains_resources_and_corpus(wheel):
     assert "lalm_eval/_resources/tasks/README.md" in names
     assert "lalm_eval/_resources/hub_cards/README.md" in names
     assert "palm_bench/corpus/data/manifest.jsonl" in names
-    assert sum(n.endswith(".opus") for n in names) >= 500
+    assert "msu_bench/conversations/data/manifest.jsonl" in names
+    assert "msu_bench/taxonomy.yaml" in names and "palm_bench/templates/multi_speaker.yaml" in names
+    assert sum(n.endswith(".opus") for n in names) >= 700 + 16
 
 
 def test_fresh_venv_install_resolves_tasks_and_cards(wheel, tmp_path):
