@@ -14,8 +14,7 @@ import numpy as np
 
 from lalm_eval.audio.io import TARGET_SR, encode_audio, read_audio
 from msu_bench.plan import MsuConfig, MsuPlan, make_plan
-from msu_bench.qa.facts import Facts
-from msu_bench.qa.generate import templates
+from msu_bench.fields import segment_fields
 from msu_bench.taxonomy import load_taxonomy
 
 TIERS = ("tier1", "tier2", "tier3", "tier4")
@@ -97,17 +96,6 @@ def segment_audio(seg) -> np.ndarray:
     audio, _ = read_audio(seg.audio, target_sr=TARGET_SR)
     start = int(round(seg.offset * TARGET_SR))
     return audio[start:start + int(round(seg.duration * TARGET_SR))]
-
-
-def segment_fields(seg) -> dict:
-    tpl = templates()
-    labels = Facts(seg, tpl["labels"], seg.language, tpl["speaker_label"][seg.language]).names
-    speakers = [{"label": labels[s], "speaker_id": s, **{k: getattr(seg.speakers[s], k) or "" for k in
-                 ("gender", "age_group", "accent", "role")}} for s in labels]
-    transcript = [{"speaker": labels[t.speaker], "start": t.start, "end": t.end, "text": t.text}
-                  for t in sorted(seg.turns, key=lambda t: (t.start, t.id))]
-    return {"segment_id": seg.id, "source": seg.source, "language": seg.language, "duration": seg.duration,
-            "n_speakers": len(labels), "speakers": speakers, "transcript": transcript}
 
 
 CITATION = """@article{msubench,

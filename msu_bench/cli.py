@@ -33,8 +33,13 @@ def _build(args) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     cfg = load_preset(args.preset, _kv(args.set))
+    llm = None
+    if args.llm:
+        from lalm_eval.llm import get_text_llm
+
+        llm = get_text_llm(args.llm, **_kv(args.llm_option))
     info = build(args.out, cfg, corpus=args.corpus, corpus_dir=args.corpus_dir,
-                 corpus_options=_kv(args.corpus_option), repo_id=args.repo_id)
+                 corpus_options=_kv(args.corpus_option), repo_id=args.repo_id, llm=llm)
     st = info["stats"]
     print(f"wrote {args.out}: {st['total_questions']} questions about {st['segments']} segments "
           f"({', '.join(f'{k}: {v}' for k, v in st['languages'].items())}) in {info['seconds']:.0f} s; "
@@ -70,6 +75,9 @@ def main(argv=None) -> int:
     b.add_argument("--corpus-dir")
     b.add_argument("--corpus-option", action="append", default=[], metavar="KEY=VALUE")
     b.add_argument("--repo-id")
+    b.add_argument("--llm", help="text-LLM backend for tasks the annotation cannot answer (e.g. openai)")
+    b.add_argument("--llm-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="e.g. --llm-option model=deepseek-v3 --llm-option base_url=http://host:8000/v1")
     b.set_defaults(func=_build)
     p = sub.add_parser("push", help="upload a built folder to the Hugging Face Hub")
     p.add_argument("dir", type=Path)

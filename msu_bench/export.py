@@ -46,9 +46,10 @@ def statistics(built: dict) -> dict:
 
 
 def build(out_dir, cfg: MsuConfig, corpus: str = "embedded", corpus_dir: str | None = None,
-          corpus_options: dict | None = None, repo_id: str | None = None) -> dict:
+          corpus_options: dict | None = None, repo_id: str | None = None, llm=None) -> dict:
+    """Build and export; ``llm`` (a TextLLM) asks the tasks the annotation cannot answer."""
     out_dir, t0 = Path(out_dir), time.perf_counter()
-    plan = make_plan(cfg, corpus, corpus_dir, corpus_options)
+    plan = make_plan(cfg, corpus, corpus_dir, corpus_options, llm=llm)
     taxonomy = load_taxonomy()
     asked_tiers = {taxonomy.task(q.task_id).tier for qs in plan.questions.values() for q in qs}
 

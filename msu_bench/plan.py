@@ -84,7 +84,9 @@ class MsuPlan:
 
 
 def make_plan(cfg: MsuConfig, corpus: str = "embedded", corpus_dir: str | None = None,
-              corpus_options: dict | None = None) -> MsuPlan:
+              corpus_options: dict | None = None, llm=None) -> MsuPlan:
+    """``llm`` (a :class:`lalm_eval.llm.TextLLM`) fills a segment's remaining questions with tasks
+    its annotation cannot answer (generate + filter); without it those questions are not asked."""
     report = read_corpus(corpus, corpus_dir, corpus_options or {})
     rule = SegmentRule(cfg.min_segment_s, cfg.max_segment_s, cfg.min_speakers)
     segments, rejected = [], []
@@ -101,9 +103,21 @@ def make_plan(cfg: MsuConfig, corpus: str = "embedded", corpus_dir: str | None =
         log.info("segment skipped: %s", reason)
     task_ids = [t.id for t in load_taxonomy().tasks]
     asked: dict[str, int] = {}
-    questions = {seg.id: generate_segment_qa(seg, task_ids, asked, rng_for(cfg.seed, "qa", seg.id), cfg.per_segment)
-                 for seg in segments}
-    stats = {"conversations": len(report.conversations), "segments": len(segments),
+    questions, llm_stats = {}, {}
+    for seg in segments:
+        items = generate_segment_qa(seg, task_ids, asked, rng_for(cfg.seed, "qa", seg.id), cfg.per_segment)
+        if llm is not None and len(items) < cfg.per_segment:
+            from msu_bench.fields import segment_fields
+            from msu_bench.qa.llm_pipeline import llm_questions
+
+            have = {q.task_id for q in items}
+            wanted = sorted((t for t in task_ids if t not in have), key=lambda t: (asked.get(t, 0), t))
+            extra = llm_questions(llm, segment_fields(seg), wanted[: cfg.per_segment - len(items)], llm_stats)
+            for q in extra:
+                asked[q.task_id] = asked.get(q.task_id, 0) + 1
+            items += extra
+        questions[seg.id] = items
+    stats = {"llm": dict(llm.settings) if llm is not None else None, **llm_stats,"conversations": len(report.conversations), "segments": len(segments),
              "skipped_source_items": report.n_skipped, "skipped_segments": rejected,
              "questions_per_task": dict(sorted(asked.items())),
              "tasks_without_questions": sorted(set(task_ids) - set(asked))}

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
 
 from lalm_eval.errors import ConfigError, DataError
-from lalm_eval.llm import LLMError, TextLLM, parse_json_reply
+from lalm_eval.llm import TextLLM
+from lalm_eval.llm.ask import ReplyInvalid, ask_json
 from palm_bench.acoustic import VoiceMeasurements, description_context
 from palm_bench.corpus.embedded import INTEREST_FIELDS, PROFILE_FIELDS
 from palm_bench.corpus.types import Speaker
@@ -25,12 +25,6 @@ from palm_bench.corpus.types import Speaker
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 TEXT_FIELDS = ("occupation", "personality", "speaking_style", "intro")
 MAX_HD_CHARS = 1500
-
-
-class _Invalid(ValueError):
-    def __init__(self, message: str, field: str | None = None):
-        super().__init__(message)
-        self.field = field
 
 
 @lru_cache(maxsize=1)
@@ -54,31 +48,31 @@ def _prompt(kind: str, language: str, context: dict):
 
 def _text(value, field: str) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise _Invalid("must be a non-empty string", field)
+        raise ReplyInvalid("must be a non-empty string", field)
     return value.strip()
 
 
 def validate_profile(obj) -> dict:
     """A profile with exactly the PALM Table 11 fields, in canonical order; raises on anything else."""
     if not isinstance(obj, dict):
-        raise _Invalid(f"profile must be a JSON object, got {type(obj).__name__}")
+        raise ReplyInvalid(f"profile must be a JSON object, got {type(obj).__name__}")
     missing = [f for f in PROFILE_FIELDS if f not in obj]
     extra = sorted(set(obj) - set(PROFILE_FIELDS))
     if missing or extra:
-        raise _Invalid(f"missing {missing}, unexpected {extra}; need exactly {list(PROFILE_FIELDS)}",
+        raise ReplyInvalid(f"missing {missing}, unexpected {extra}; need exactly {list(PROFILE_FIELDS)}",
                        (missing or extra)[0])
     age = obj["age"]
     if isinstance(age, float) and age.is_integer():
         age = int(age)
     if not isinstance(age, int) or isinstance(age, bool) or not 1 <= age <= 120:
-        raise _Invalid(f"must be an integer between 1 and 120, got {age!r}", "age")
+        raise ReplyInvalid(f"must be an integer between 1 and 120, got {age!r}", "age")
     interests = obj["interests"]
     if not isinstance(interests, dict):
-        raise _Invalid("must be a JSON object", "interests")
+        raise ReplyInvalid("must be a JSON object", "interests")
     missing = [f for f in INTEREST_FIELDS if f not in interests]
     extra = sorted(set(interests) - set(INTEREST_FIELDS))
     if missing or extra:
-        raise _Invalid(f"missing {missing}, unexpected {extra}; need exactly {list(INTEREST_FIELDS)}", "interests")
+        raise ReplyInvalid(f"missing {missing}, unexpected {extra}; need exactly {list(INTEREST_FIELDS)}", "interests")
     profile = {"age": age, **{f: _text(obj[f], f) for f in TEXT_FIELDS}}
     profile["interests"] = {k: _text(interests[k], f"interests.{k}") for k in INTEREST_FIELDS}
     return {f: profile[f] for f in PROFILE_FIELDS}
@@ -87,36 +81,11 @@ def validate_profile(obj) -> dict:
 def validate_description(obj) -> str:
     """``{"description": "..."}`` → the description (non-empty, at most ``MAX_HD_CHARS``)."""
     if not isinstance(obj, dict) or "description" not in obj:
-        raise _Invalid('reply must be a JSON object with the field "description"', "description")
+        raise ReplyInvalid('reply must be a JSON object with the field "description"', "description")
     text = _text(obj["description"], "description")
     if len(text) > MAX_HD_CHARS:
-        raise _Invalid(f"is {len(text)} characters long; at most {MAX_HD_CHARS}", "description")
+        raise ReplyInvalid(f"is {len(text)} characters long; at most {MAX_HD_CHARS}", "description")
     return text
-
-
-def _ask(llm: TextLLM, prompts: dict, validate: Callable, what: str) -> dict:
-    """Send every prompt as one batch, validate, retry the invalid ones once (one batch)."""
-    ids = list(prompts)
-    chats = {sid: [{"role": "user", "content": str(prompts[sid]).strip()}] for sid in ids}
-    results, failed = {}, {}
-    replies = llm.complete([chats[sid] for sid in ids])
-    if len(replies) != len(ids):
-        raise LLMError(f"{type(llm).__name__} returned {len(replies)} replies for {len(ids)} chats")
-    for sid, reply in zip(ids, replies):
-        try:
-            results[sid] = validate(parse_json_reply(reply))
-        except (LLMError, _Invalid) as exc:
-            failed[sid] = exc
-            chats[sid] = chats[sid] + [{"role": "assistant", "content": reply},
-                                       {"role": "user", "content": str(prompts[sid].retry(str(exc))).strip()}]
-    retry_ids = list(failed)
-    for sid, reply in zip(retry_ids, llm.complete([chats[sid] for sid in retry_ids]) if retry_ids else []):
-        try:
-            results[sid] = validate(parse_json_reply(reply))
-        except (LLMError, _Invalid) as exc:
-            raise DataError(f"{what} for speaker {sid}", f"invalid LLM reply after one retry: {exc}; "
-                            f"reply began {reply[:200]!r}", field=getattr(exc, "field", None)) from None
-    return {sid: results[sid] for sid in ids}
 
 
 def generate_profiles(llm: TextLLM, speakers: list[Speaker], transcripts: dict[str, list[str]],
@@ -140,7 +109,7 @@ def generate_profiles(llm: TextLLM, speakers: list[Speaker], transcripts: dict[s
         prompts[sp.id] = _prompt("profile_generation", language or sp.language, {
             "name": sp.name or sp.name_latin or sp.id, "gender": sp.gender or "", "transcripts": kept,
             "interest_fields": list(INTEREST_FIELDS)})
-    return _ask(llm, prompts, validate_profile, "generated profile")
+    return ask_json(llm, prompts, validate_profile, "generated profile for speaker")
 
 
 def generate_human_descriptions(llm: TextLLM, speakers: list[Speaker], measurements: dict[str, VoiceMeasurements],
@@ -159,4 +128,4 @@ def generate_human_descriptions(llm: TextLLM, speakers: list[Speaker], measureme
         prompts[sp.id] = _prompt("human_description", lang, {
             "name": sp.name or sp.name_latin or sp.id, "gender": sp.gender or "",
             "m": description_context(measurements[sp.id], lang), "notes": (notes or {}).get(sp.id, "")})
-    return _ask(llm, prompts, validate_description, "generated human description")
+    return ask_json(llm, prompts, validate_description, "generated human description for speaker")
