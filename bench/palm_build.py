@@ -58,7 +58,7 @@ def main(argv=None) -> int:
         st, sec = info["stats"], info["seconds"]
         audio_s = st["total_sample_hours"] * 3600
         print(f"{name:20s} {st['total_samples']:8d} {st['total_sample_hours']:8.2f} {info['wall']:7.1f} "
-              f"{sec["generate_and_export"]:9.1f} {audio_s / info['wall']:10.0f} {audio_s / sec['generate_and_export']:8.0f} "
+              f"{sec['generate_and_export']:9.1f} {audio_s / info['wall']:10.0f} {audio_s / sec['generate_and_export']:8.0f} "
               f"{info['bytes_per_sample'] / 1000:10.1f}")
     aug, plain = runs["with augmentation"], runs["no augmentation"]
     ratio = (plain["stats"]["total_sample_hours"] / plain["wall"]) / (aug["stats"]["total_sample_hours"] / aug["wall"])

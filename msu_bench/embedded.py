@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from pathlib import Path
 
 from lalm_eval.errors import DataError
+from lalm_eval.jsonl import iter_jsonl
 from msu_bench.render import CONVERSATIONS_DIR
 from msu_bench.types import Conversation, ReadReport, SpeakerInfo, Turn
 
@@ -56,16 +56,7 @@ def read_manifest(path: Path) -> ReadReport:
     if not path.is_file():
         raise DataError(path, "manifest not found (render with tools/render_conversations.py)")
     conversations = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(path, f"invalid JSON ({exc.msg})", line=lineno) from None
-        for field in REQUIRED:
-            if field not in rec:
-                raise DataError(path, "missing value", field=field, line=lineno)
+    for lineno, rec in iter_jsonl(path, REQUIRED):
         conversations.append(_conversation(rec, path.parent, f"{path}:{lineno}"))
     return ReadReport(conversations)
 

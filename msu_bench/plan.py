@@ -8,8 +8,7 @@ import dataclasses
 import logging
 from pathlib import Path
 
-import yaml
-
+from lalm_eval.cli_support import check_keys, load_preset_data
 from lalm_eval.errors import ConfigError
 from lalm_eval.seeding import rng_for
 from msu_bench.qa.generate import QAItem, generate_segment_qa
@@ -33,10 +32,7 @@ class MsuConfig:
 
     @classmethod
     def from_dict(cls, data: dict, where: str = "msu config") -> "MsuConfig":
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"{where}: unknown key(s) {unknown}; known: {sorted(known)}")
+        check_keys(cls, data, where)
         data = {**data, **({"languages": tuple(data["languages"])} if "languages" in data else {})}
         cfg = cls(**data)
         if not 0 < cfg.min_segment_s <= cfg.max_segment_s or cfg.min_speakers < 2 or cfg.per_segment < 1:
@@ -50,12 +46,7 @@ class MsuConfig:
 
 
 def load_preset(name_or_path: str, overrides: dict | None = None) -> MsuConfig:
-    path = Path(name_or_path)
-    if not path.is_file():
-        path = PRESET_DIR / f"{name_or_path}.yaml"
-    if not path.is_file():
-        raise ConfigError(f"unknown preset {name_or_path!r}; presets: {sorted(p.stem for p in PRESET_DIR.glob('*.yaml'))}")
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data, path = load_preset_data(name_or_path, PRESET_DIR)
     return MsuConfig.from_dict({**data, **(overrides or {})}, where=str(path))
 
 

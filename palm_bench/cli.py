@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
+
+from lalm_eval.cli_support import add_llm_options, add_push_command, llm_from_args, parse_key_values, run
 
 DEFAULT_CACHE = Path(os.environ.get("LALM_EVAL_CACHE", Path.home() / ".cache" / "lalm_eval"))
 
@@ -30,19 +31,14 @@ def _corpus_info(args) -> int:
 def _build(args) -> int:
     import logging
 
-    from palm_bench.config import load_preset, parse_override
+    from palm_bench.config import load_preset
     from palm_bench.export import build
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    overrides = dict(parse_override(s) for s in args.set)
-    cfg = load_preset(args.preset, overrides)
-    options = dict(parse_override(s) for s in args.corpus_option)
+    cfg = load_preset(args.preset, parse_key_values(args.set))
+    options = parse_key_values(args.corpus_option)
     tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
-    llm = None
-    if args.llm:
-        from lalm_eval.llm import get_text_llm
-
-        llm = get_text_llm(args.llm, **dict(parse_override(s) for s in args.llm_option))
+    llm = llm_from_args(args)
     info = build(args.out, cfg, corpus=args.corpus, corpus_dir=args.corpus_dir, corpus_options=options,
                  work_dir=None if args.no_cache else DEFAULT_CACHE, tasks=tasks, repo_id=args.repo_id, llm=llm)
     st = info["stats"]
@@ -50,15 +46,6 @@ def _build(args) -> int:
           f"{st['unique_audios']} clips in {info['seconds']['total']:.0f} s; "
           f"{info['bytes_per_sample'] / 1000:.1f} kB/sample; load with "
           f"datasets.load_dataset({str(args.out)!r}, 'recognition')")
-    return 0
-
-
-def _push(args) -> int:
-    from lalm_eval.hub.push import push_folder
-
-    report = push_folder(args.dir, args.repo_id, private=args.private, dry_run=args.dry_run,
-                         revision=args.revision)
-    print(report.summary())
     return 0
 
 
@@ -86,32 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--tasks", default="recognition,captioning,reasoning")
     b.add_argument("--repo-id", help="Hub id named in the card's loading snippet")
     b.add_argument("--no-cache", action="store_true", help="do not use the embedding/description cache")
-    b.add_argument("--llm", help="text-LLM backend that writes missing subject profiles (e.g. openai)")
-    b.add_argument("--llm-option", action="append", default=[], metavar="KEY=VALUE",
-                   help="backend option, e.g. --llm-option model=qwen-plus --llm-option base_url=http://host/v1")
+    add_llm_options(b, "writes missing subject profiles")
     b.set_defaults(func=_build)
-
-    p = sub.add_parser("push", help="upload a built folder to the Hugging Face Hub as a dataset")
-    p.add_argument("dir", type=Path)
-    p.add_argument("--repo-id", required=True)
-    p.add_argument("--private", action="store_true")
-    p.add_argument("--revision")
-    p.add_argument("--dry-run", action="store_true", help="validate the card and list the files; upload nothing")
-    p.set_defaults(func=_push)
+    add_push_command(sub)
     return ap
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except Exception as exc:  # noqa: BLE001 - turn project errors into one clear line
-        from lalm_eval.errors import LalmEvalError
-
-        if isinstance(exc, (LalmEvalError, KeyError, FileNotFoundError)):
-            print(f"palm-bench: error: {exc}", file=sys.stderr)
-            return 2
-        raise
+    return run(build_parser(), argv)
 
 
 if __name__ == "__main__":

@@ -9,8 +9,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import yaml
-
+from lalm_eval.cli_support import check_keys, load_preset_data
 from lalm_eval.errors import ConfigError
 
 PRESET_DIR = Path(__file__).resolve().parent / "presets"
@@ -72,10 +71,7 @@ class BuildConfig:
 
     @classmethod
     def from_dict(cls, data: dict, where: str = "build config") -> "BuildConfig":
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"{where}: unknown key(s) {unknown}; known: {sorted(known)}")
+        check_keys(cls, data, where)
         data = dict(data)
         for key in ("languages", "positive_negative_ratio", "single_multi_ratio", "recognition_captioning_ratio"):
             if key in data:
@@ -92,20 +88,5 @@ class BuildConfig:
 
 def load_preset(name_or_path: str, overrides: dict | None = None) -> BuildConfig:
     """A preset by name (``small``, ``paper``) or YAML path, with ``overrides`` on top."""
-    path = Path(name_or_path)
-    if not path.is_file():
-        path = PRESET_DIR / f"{name_or_path}.yaml"
-    if not path.is_file():
-        names = sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
-        raise ConfigError(f"unknown preset {name_or_path!r}; presets: {names}, or give a YAML file")
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    data.update(overrides or {})
-    return BuildConfig.from_dict(data, where=str(path))
-
-
-def parse_override(text: str) -> tuple[str, object]:
-    """``key=value`` with the value parsed as YAML (``seed=3``, ``languages=[en]``)."""
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise ConfigError(f"override {text!r} must look like key=value")
-    return key.strip(), yaml.safe_load(value)
+    data, path = load_preset_data(name_or_path, PRESET_DIR)
+    return BuildConfig.from_dict({**data, **(overrides or {})}, where=str(path))

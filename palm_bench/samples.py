@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import re
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 import yaml

@@ -19,7 +19,6 @@ import os
 from pathlib import Path
 
 import datasets
-import pyarrow as pa
 import pyarrow.parquet as pq
 from datasets.table import embed_table_storage
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from lalm_eval.errors import DataError
+from lalm_eval.jsonl import iter_jsonl
 from palm_bench.corpus.types import Corpus, Speaker, Utterance
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -72,14 +73,7 @@ def read_manifest(path: Path, speakers: dict[str, Speaker]) -> list[Utterance]:
     if not path.is_file():
         raise DataError(path, "manifest not found (render the corpus with tools/render_corpus.py)")
     utterances, seen = [], set()
-    for lineno, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            rec = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise DataError(path, f"invalid JSON ({exc.msg})", line=lineno) from None
-        _require(rec, MANIFEST_FIELDS, path, "manifest line", line=lineno)
+    for lineno, rec in iter_jsonl(path, MANIFEST_FIELDS):
         if rec["speaker"] not in speakers:
             raise DataError(path, f"unknown speaker id {rec['speaker']!r}", field="speaker", line=lineno)
         if rec["id"] in seen:

@@ -1,0 +1,87 @@
+"""Pieces every benchmark command line shares: ``key=value`` options, presets, the ``push``
+subcommand, text-LLM options and turning project errors into one clear line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import yaml
+
+from lalm_eval.errors import ConfigError, LalmEvalError
+
+
+def parse_key_values(items: list[str]) -> dict:
+    """``["seed=3", "languages=[en]"]`` → ``{"seed": 3, "languages": ["en"]}`` (values as YAML)."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"option {item!r} must look like key=value")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+def check_keys(cls, data: dict, where: str) -> None:
+    """Reject keys of ``data`` that are not fields of the dataclass ``cls``, naming them."""
+    import dataclasses
+
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; known: {sorted(known)}")
+
+
+def load_preset_data(name_or_path: str, preset_dir: Path) -> tuple[dict, Path]:
+    """The YAML of a preset given by name (a file in ``preset_dir``) or path."""
+    path = Path(name_or_path)
+    if not path.is_file():
+        path = Path(preset_dir) / f"{name_or_path}.yaml"
+    if not path.is_file():
+        names = sorted(p.stem for p in Path(preset_dir).glob("*.yaml"))
+        raise ConfigError(f"unknown preset {name_or_path!r}; presets: {names}, or give a YAML file")
+    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}, path
+
+
+def add_llm_options(parser: argparse.ArgumentParser, purpose: str) -> None:
+    parser.add_argument("--llm", help=f"text-LLM backend that {purpose} (e.g. openai)")
+    parser.add_argument("--llm-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="backend option, e.g. --llm-option model=qwen-plus --llm-option base_url=http://host/v1")
+
+
+def llm_from_args(args):
+    if not args.llm:
+        return None
+    from lalm_eval.llm import get_text_llm
+
+    return get_text_llm(args.llm, **parse_key_values(args.llm_option))
+
+
+def add_push_command(sub) -> None:
+    p = sub.add_parser("push", help="upload a built folder to the Hugging Face Hub as a dataset "
+                                    "(token: HF_TOKEN or the cached login, never printed)")
+    p.add_argument("dir", type=Path)
+    p.add_argument("--repo-id", required=True)
+    p.add_argument("--private", action="store_true")
+    p.add_argument("--revision")
+    p.add_argument("--dry-run", action="store_true", help="validate the card and list the files; upload nothing")
+    p.set_defaults(func=_push)
+
+
+def _push(args) -> int:
+    from lalm_eval.hub.push import push_folder
+
+    print(push_folder(args.dir, args.repo_id, private=args.private, dry_run=args.dry_run,
+                      revision=args.revision).summary())
+    return 0
+
+
+def run(parser: argparse.ArgumentParser, argv=None) -> int:
+    """Parse and dispatch to ``args.func``; project errors print one line and exit 2."""
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (LalmEvalError, KeyError, FileNotFoundError) as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,27 @@
+"""Reading JSON-lines manifests with errors that name the file and line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterator
+
+from lalm_eval.errors import DataError
+
+
+def iter_jsonl(path: Path, required: tuple[str, ...] = ()) -> Iterator[tuple[int, dict]]:
+    """``(line number, record)`` of every non-empty line; invalid JSON or a missing required
+    field raises :class:`DataError` naming ``path``, the line and the field."""
+    for lineno, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise DataError(path, f"invalid JSON ({exc.msg})", line=lineno) from None
+        if not isinstance(rec, dict):
+            raise DataError(path, "each line must be a JSON object", line=lineno)
+        for field in required:
+            if field not in rec or rec[field] in (None, ""):
+                raise DataError(path, "manifest line: missing value", field=field, line=lineno)
+        yield lineno, rec
