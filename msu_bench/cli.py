@@ -21,7 +21,8 @@ def _build(args) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     cfg = load_preset(args.preset, parse_key_values(args.set))
     info = build(args.out, cfg, corpus=args.corpus, corpus_dir=args.corpus_dir,
-                 corpus_options=parse_key_values(args.corpus_option), repo_id=args.repo_id, llm=llm_from_args(args))
+                 corpus_options=parse_key_values(args.corpus_option), repo_id=args.repo_id, llm=llm_from_args(args),
+                 mcq_dir=args.mcq_dir)
     st = info["stats"]
     print(f"wrote {args.out}: {st['total_questions']} questions about {st['segments']} segments "
           f"({', '.join(f'{k}: {v}' for k, v in st['languages'].items())}) in {info['seconds']:.0f} s; "
@@ -49,6 +50,7 @@ def main(argv=None) -> int:
     b.add_argument("--corpus-dir")
     b.add_argument("--corpus-option", action="append", default=[], metavar="KEY=VALUE")
     b.add_argument("--repo-id")
+    b.add_argument("--mcq-dir", help="local copy of the authors' public MSU-Benchmark release: adds config 'mcq'")
     add_llm_options(b, "asks the tasks the annotation cannot answer")
     b.set_defaults(func=_build)
     add_push_command(sub)

@@ -33,7 +33,8 @@ LICENCES = {
 
 def statistics(built: dict) -> dict:
     by = defaultdict(lambda: {"questions": 0, "segments": set()})
-    for dd in built.values():
+    mcq = {name: len(dd["test"]) for name, dd in built.items() if name not in TIERS}
+    for dd in (dd for name, dd in built.items() if name in TIERS):
         for row in dd["test"].select_columns(["segment_id", "tier", "capability", "task_id", "language", "duration"]):
             for key in (("tier", row["tier"]), ("capability", row["capability"]), ("task", row["task_id"]),
                         ("language", row["language"])):
@@ -42,29 +43,39 @@ def statistics(built: dict) -> dict:
     table = defaultdict(dict)
     for (dim, value), cell in sorted(by.items()):
         table[dim][value] = {"questions": cell["questions"], "segments": len(cell["segments"])}
-    return {"by": dict(table), "total_questions": sum(c["questions"] for c in table.get("tier", {}).values())}
+    return {"by": dict(table), "total_questions": sum(c["questions"] for c in table.get("tier", {}).values()),
+            "mcq_questions": mcq.get("mcq", 0)}
 
 
 def build(out_dir, cfg: MsuConfig, corpus: str = "embedded", corpus_dir: str | None = None,
-          corpus_options: dict | None = None, repo_id: str | None = None, llm=None) -> dict:
-    """Build and export; ``llm`` (a TextLLM) asks the tasks the annotation cannot answer."""
+          corpus_options: dict | None = None, repo_id: str | None = None, llm=None,
+          mcq_dir: str | None = None) -> dict:
+    """Build and export; ``llm`` (a TextLLM) asks the tasks the annotation cannot answer;
+    ``mcq_dir`` (a local copy of the authors' public release) adds the ``mcq`` config."""
     out_dir, t0 = Path(out_dir), time.perf_counter()
     plan = make_plan(cfg, corpus, corpus_dir, corpus_options, llm=llm)
     taxonomy = load_taxonomy()
     asked_tiers = {taxonomy.task(q.task_id).tier for qs in plan.questions.values() for q in qs}
 
-    def make_builder(tier: str, cache_dir: str) -> MsuBench:
+    def make_builder(tier: str, cache_dir: str):
+        if tier == "mcq":
+            from msu_bench.mcq_builder import MsuMcq
+
+            return MsuMcq(config_name="mcq", data_dir=mcq_dir, cache_dir=cache_dir)
         builder = MsuBench(config_name=tier, cache_dir=cache_dir, build=cfg, corpus=corpus, corpus_dir=corpus_dir,
                            corpus_options=corpus_options or {})
         builder._plan = plan
         return builder
 
-    files, stats = export_builders(make_builder, [t for t in TIERS if t in asked_tiers], out_dir, statistics)
+    configs = [t for t in TIERS if t in asked_tiers] + (["mcq"] if mcq_dir else [])
+    files, stats = export_builders(make_builder, configs, out_dir, statistics)
+    tier_files = {k: v for k, v in files.items() if k in TIERS}
     durations = [s.duration for s in plan.segments]
     stats.update({"segments": len(plan.segments), "segment_seconds": [round(min(durations), 1), round(max(durations), 1)]
                   if durations else [], "languages": dict(Counter(s.language for s in plan.segments))})
     context = {
-        "configs_yaml": front_matter(with_union_config(files), default_config="all", license="other",
+        "configs_yaml": front_matter({**with_union_config(tier_files), **{k: v for k, v in files.items() if k not in TIERS}},
+                                     default_config="all", license="other",
                                      language=sorted(stats["languages"]), task_categories=["question-answering"],
                                      tags=["multi-speaker", "conversation", "audio-language-models"],
                                      pretty_name="MSU-Bench"),

@@ -98,3 +98,18 @@ def test_quoted_turns_exist(rows, conversations):
 def test_unknown_preset_key_is_an_error():
     with pytest.raises(ConfigError, match="unknown key"):
         load_preset("small", {"questions_per_segment": 3})
+
+
+def test_mcq_release_exports_as_its_own_config(tmp_path):
+    import datasets
+
+    from tests.test_msu_mcq import make_release
+
+    release = make_release(tmp_path / "release")
+    out = tmp_path / "out"
+    info = build(out, load_preset("small", {"languages": ["en"]}), mcq_dir=str(release))
+    mcq = datasets.load_dataset(str(out), "mcq", split="test")
+    assert len(mcq) == info["stats"]["mcq_questions"] > 0
+    assert set(mcq["answer"]) <= {"A", "B", "C", "D"}
+    assert all(len(r) == 4 and "ground truth" in r for r in mcq["rationale"])
+    assert set(datasets.load_dataset(str(out), "all", split="test")["tier"]) == {"tier1", "tier2", "tier3", "tier4"}
