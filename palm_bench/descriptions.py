@@ -2,7 +2,8 @@
 strategies (PALM-Bench §5.1, Table 22).
 
 - HD comes from data: ``human_descriptions.yaml`` beside a corpus's speaker files (the embedded
-  corpus ships one), keyed by subject id and language. A subject without one gets ``""``.
+  corpus ships one), keyed by subject id and language; for subjects without one, a text LLM
+  writes it from measured acoustics when the build is given one, else the HD is ``""``.
 - AD is measured from the subject's *train-split* clips (its reference speech) by
   :mod:`palm_bench.acoustic` and written as text, so every figure in it is measured. Measuring
   pitch is slow (librosa pyin), so results are cached on disk by the clips' content.
@@ -56,4 +57,32 @@ def acoustic_descriptions(corpus: Corpus, reference_clips: dict[str, list[Uttera
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(out[subject], encoding="utf-8")
+    return out
+
+
+def llm_human_descriptions(corpus: Corpus, reference_clips: dict[str, list[Utterance]], llm,
+                           subject_ids: list[str], cache_dir: Path | None = None,
+                           max_seconds: float = 12.0) -> dict[str, str]:
+    """HD for subjects without one: an LLM writes it from measured acoustics (cached by clips
+    and LLM settings), as :func:`palm_bench.profiles.generate_human_descriptions` does."""
+    from palm_bench.acoustic import measure_voice
+    from palm_bench.profiles import generate_human_descriptions
+
+    if not subject_ids:
+        return {}
+    key = hashlib.sha256(json.dumps([dict(llm.settings), max_seconds] + [
+        (s, [c.id for c in reference_clips[s]]) for s in sorted(subject_ids)], sort_keys=True,
+        default=str).encode()).hexdigest()
+    path = cache_dir / "human_descriptions" / f"{key}.json" if cache_dir else None
+    if path is not None and path.is_file():
+        return json.loads(path.read_text(encoding="utf-8"))
+    measurements = {}
+    for sid in sorted(subject_ids):
+        clips = reference_clips[sid]
+        measurements[sid] = measure_voice([c.load_audio() for c in clips], [c.text for c in clips],
+                                          corpus.speakers[sid].language, max_seconds=max_seconds)
+    out = generate_human_descriptions(llm, [corpus.speakers[s] for s in sorted(subject_ids)], measurements)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(out, ensure_ascii=False, indent=1), encoding="utf-8")
     return out

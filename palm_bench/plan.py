@@ -18,7 +18,7 @@ from pathlib import Path
 from lalm_eval.audio.speaker import get_speaker_encoder
 from palm_bench.config import BuildConfig
 from palm_bench.corpus.types import Corpus
-from palm_bench.descriptions import acoustic_descriptions, load_human_descriptions
+from palm_bench.descriptions import acoustic_descriptions, llm_human_descriptions, load_human_descriptions
 from palm_bench.negatives import build_pool, embed_clips, reference_embeddings
 from palm_bench.samples import AudioPlan, SplitPlanner
 from palm_bench.splits import SPLITS, split_clips
@@ -143,7 +143,11 @@ def make_plan(cfg: BuildConfig, corpus: str = "embedded", corpus_dir: str | None
     subjects = {s.id for s in data.subjects() if s.id in keep}
     refs = reference_embeddings({s: splits["train"][s] for s in subjects}, embeddings)
     hds = load_human_descriptions(hd_dir / "human_descriptions.yaml") if hd_dir else {}
-    ads = acoustic_descriptions(data, {s: splits["train"][s] for s in subjects}, work_dir, cfg.ad_max_seconds)
+    references = {s: splits["train"][s] for s in subjects}
+    ads = acoustic_descriptions(data, references, work_dir, cfg.ad_max_seconds)
+    if llm is not None:
+        hds.update(llm_human_descriptions(data, references, llm, sorted(s for s in subjects if not hds.get(s)),
+                                          work_dir, cfg.ad_max_seconds))
     descriptions = {s: {"hd": hds.get(s, ""), "ad": ads.get(s, "")} for s in subjects}
     audios, stats = {}, {"encoder": encoder.name, "strata_fallbacks": {}, "cut_points": {}}
     for split in SPLITS:
@@ -155,6 +159,7 @@ def make_plan(cfg: BuildConfig, corpus: str = "embedded", corpus_dir: str | None
         stats["cut_points"][split] = {s: [round(c, 4) for c in cuts] for s, cuts in pool.cut_points.items()}
     stats["skipped_source_items"] = getattr(data, "skipped", 0)
     stats["generated_profiles"] = n_generated
+    stats["subjects_without_hd"] = sorted(s for s in subjects if not descriptions[s]["hd"])
     stats["subjects_without_profile"] = sorted(s.id for s in data.subjects() if s.id in keep and not s.profile)
     if stats["subjects_without_profile"]:
         log.warning("no profile for %d subject(s) %s: their reasoning samples are skipped (pass an LLM to "

@@ -200,6 +200,8 @@ class CannedProfileLLM:
 
     def complete(self, batch, **settings):
         self.calls += len(batch)
+        if "description" in batch[0][0]["content"].lower() and "interests" not in batch[0][0]["content"]:
+            return [json.dumps({"description": "A steady, clear synthetic voice."})] * len(batch)
         profile = {"age": 30, "occupation": "engineer", "personality": "calm", "speaking_style": "plain",
                    "intro": "a person", "interests": {k: f"likes {k}" for k in (
                        "movie", "music", "hobby", "food", "books", "pet", "sports", "academic", "tech")}}
@@ -221,8 +223,9 @@ def test_subjects_without_profiles_skip_reasoning_or_get_llm_profiles(tmp_path, 
     TextLLM.register(CannedProfileLLM)
     info = build(tmp_path / "llm", cfg, corpus="folder", corpus_dir=str(folder),
                  corpus_options={"language": "en"}, work_dir=work, llm=llm)
-    assert llm.calls == 5 and info["plan"]["generated_profiles"] == 5
+    assert llm.calls == 10 and info["plan"]["generated_profiles"] == 5  # 5 profiles + 5 HDs
+    assert info["plan"]["subjects_without_hd"] == []
     assert info["stats"]["by"]["task"]["reasoning"]["samples"] == 15
     build(tmp_path / "llm2", cfg, corpus="folder", corpus_dir=str(folder), corpus_options={"language": "en"},
           work_dir=work, llm=llm)
-    assert llm.calls == 5  # served from the profile cache
+    assert llm.calls == 10  # profiles and HDs served from the cache
