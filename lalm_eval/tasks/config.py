@@ -1,0 +1,237 @@
+"""Task and group configs: dataclasses whose fields ARE lm-evaluation-harness's YAML keys.
+
+An lm-eval user reads our YAML as theirs, with these departures, each an error rather than a
+silent difference: only ``output_type: generate_until``; every metric states ``aggregation``
+and ``higher_is_better``; ``metadata.version`` is required; a string ``doc_to_text`` /
+``doc_to_target`` / ``doc_to_audio`` / ``description`` is always a Jinja2 template (never a
+column name); two keys of ours: ``doc_to_messages`` (a ``!function`` returning chat messages)
+and ``hooks`` (named ``!function`` hooks, e.g. ``prepare_dataset``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import jinja2.nativetypes
+
+from lalm_eval.errors import ConfigError
+from lalm_eval.tasks.loader import FunctionRef, load_yaml
+
+TEMPLATE_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+NATIVE_ENV = jinja2.nativetypes.NativeEnvironment(undefined=jinja2.StrictUndefined)  # doc_to_audio
+SUPPORTED_OUTPUT_TYPES = ("generate_until",)
+_BARE_NAME = re.compile(r"^[A-Za-z_]\w*$")
+# lm-eval task keys we do not run (loglikelihood / few-shot / image machinery): named in the error
+LM_EVAL_ONLY_KEYS = {
+    "doc_to_choice": "multiple-choice scoring is loglikelihood; put the choices in the prompt template",
+    "target_delimiter": "there is no loglikelihood continuation", "fewshot_delimiter": "no few-shot prompts",
+    "fewshot_split": "no few-shot prompts", "num_fewshot": "no few-shot prompts", "fewshot_config": "no few-shot prompts",
+    "training_split": "no few-shot prompts", "doc_to_image": "audio tasks: use doc_to_audio",
+    "should_decontaminate": "not supported", "doc_to_decontamination_query": "not supported",
+    "repeats": "not supported", "custom_dataset": "use hooks: {prepare_dataset: !function ...}",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskConfig:
+    task: str
+    task_alias: str | None = None
+    tag: str | list[str] | None = None
+    dataset_path: str | None = None
+    dataset_name: str | None = None
+    dataset_kwargs: dict | None = None
+    test_split: str | None = None
+    validation_split: str | None = None
+    process_docs: FunctionRef | None = None
+    doc_to_text: str | FunctionRef | None = None
+    doc_to_target: str | FunctionRef | None = None
+    doc_to_audio: str | FunctionRef | None = None
+    description: str | None = None
+    output_type: str = "generate_until"
+    generation_kwargs: dict | None = None
+    metric_list: list[dict] | None = None
+    filter_list: list[dict] | None = None
+    process_results: FunctionRef | None = None
+    metadata: dict | None = None
+    # ours
+    doc_to_messages: FunctionRef | None = None
+    hooks: dict[str, FunctionRef] | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict, file: str | Path = "<dict>") -> "TaskConfig":
+        """Build and validate; an unknown, missing or mistyped key is a ConfigError naming ``file``."""
+        check_known_keys(cls, data, file, "task")
+        if "task" not in data:
+            raise ConfigError(f"{file}: missing key 'task' (the task's name)")
+        config = cls(**data)
+        _validate_task(config, str(file))
+        return config
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> "TaskConfig":
+        return cls.from_dict(load_yaml(Path(path)), Path(path).resolve())
+
+    @property
+    def tags(self) -> list[str]:
+        return [self.tag] if isinstance(self.tag, str) else list(self.tag or [])
+
+    @property
+    def version(self) -> Any:
+        return (self.metadata or {}).get("version")
+
+    def to_dict(self) -> dict:
+        """The keys that are set (what a YAML would say after includes are merged)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) is not None}
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupConfig:
+    group: str
+    group_alias: str | None = None
+    task: list[str] = dataclasses.field(default_factory=list)  # task names, tags or nested groups
+    aggregate_metric_list: list[dict] | None = None  # [{metric, aggregation: mean, weight_by_size}]
+    metadata: dict | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict, file: str | Path = "<dict>") -> "GroupConfig":
+        check_known_keys(cls, data, file, "group")
+        for key in ("group", "task"):
+            if key not in data:
+                raise ConfigError(f"{file}: missing key {key!r} in group config")
+        data = dict(data)
+        if isinstance(data["task"], str):
+            data["task"] = [data["task"]]
+        config = cls(**data)
+        _validate_group(config, str(file))
+        return config
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> "GroupConfig":
+        return cls.from_dict(load_yaml(Path(path)), Path(path).resolve())
+
+
+def check_known_keys(cls, data: dict, file, kind: str) -> None:
+    known = [f.name for f in dataclasses.fields(cls)]
+    for key in data:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            if kind == "task" and key in LM_EVAL_ONLY_KEYS:
+                hint = f" (an lm-eval key lalm-eval does not support: {LM_EVAL_ONLY_KEYS[key]})"
+            raise ConfigError(f"{file}: unknown {kind} key {key!r}{hint}; known keys: {', '.join(known)}")
+
+
+def _fail(file: str, key: str, message: str):
+    raise ConfigError(f"{file}: {key}: {message}")
+
+
+def _want(file: str, key: str, value, types: tuple, what: str) -> None:
+    if value is not None and not isinstance(value, types):
+        _fail(file, key, f"must be {what}, got {type(value).__name__} {value!r}")
+
+
+def check_template(file: str, key: str, value, bare_name_check: bool = True) -> None:
+    """A str is a Jinja2 template (syntax-checked now); a FunctionRef a hook; nothing else."""
+    if value is None or isinstance(value, FunctionRef):
+        return
+    if not isinstance(value, str):
+        _fail(file, key, f"must be a Jinja2 template string or !function module.fn, got {value!r}")
+    if bare_name_check and _BARE_NAME.match(value.strip()):
+        _fail(file, key, f"{value!r} looks like an lm-eval column name; in lalm-eval a string is always a "
+                         f"Jinja2 template: write '{{{{ {value.strip()} }}}}' to use the doc field")
+    try:
+        TEMPLATE_ENV.parse(value)
+    except jinja2.TemplateSyntaxError as exc:
+        _fail(file, key, f"invalid Jinja2 template (line {exc.lineno}): {exc.message}")
+
+
+def _validate_task(c: TaskConfig, file: str) -> None:
+    if not isinstance(c.task, str) or not c.task.strip() or "," in c.task:
+        _fail(file, "task", f"must be a non-empty name without commas, got {c.task!r}")
+    for key in ("task_alias", "dataset_path", "dataset_name", "test_split", "validation_split"):
+        _want(file, key, getattr(c, key), (str,), "a string")
+    if not (isinstance(c.tag, (str, type(None))) or (isinstance(c.tag, list) and all(isinstance(t, str) for t in c.tag))):
+        _fail(file, "tag", f"must be a name or a list of names, got {c.tag!r}")
+    for key in ("dataset_kwargs", "generation_kwargs"):
+        _want(file, key, getattr(c, key), (dict,), "a mapping")
+    for key in ("process_docs", "process_results", "doc_to_messages"):
+        _want(file, key, getattr(c, key), (FunctionRef,), "a !function module.fn")
+    for key in ("doc_to_text", "doc_to_target", "doc_to_audio"):
+        check_template(file, key, getattr(c, key))
+    _want(file, "description", c.description, (str,), "a Jinja2 template string")
+    check_template(file, "description", c.description, bare_name_check=False)
+    if c.doc_to_text is None and c.doc_to_messages is None:
+        _fail(file, "doc_to_text", "missing: a task needs doc_to_text (or doc_to_messages) to build prompts")
+    if c.output_type not in SUPPORTED_OUTPUT_TYPES:
+        _fail(file, "output_type", f"{c.output_type!r} is not supported; lalm-eval runs generative tasks "
+                                   f"only: {', '.join(SUPPORTED_OUTPUT_TYPES)}")
+    _validate_metrics(c.metric_list, file)
+    _validate_filters(c.filter_list, file)
+    if not isinstance(c.metadata, dict) or "version" not in c.metadata:
+        _fail(file, "metadata", f"must be a mapping with a 'version' (e.g. metadata: {{version: 1.0}}), got {c.metadata!r}")
+    _want(file, "hooks", c.hooks, (dict,), "a mapping of hook name → !function module.fn")
+    for name, ref in (c.hooks or {}).items():
+        _want(file, f"hooks.{name}", ref, (FunctionRef,), "a !function module.fn")
+        if ref is None:
+            _fail(file, f"hooks.{name}", "must be a !function module.fn, got null")
+
+
+def _validate_metrics(metrics, file: str) -> None:
+    _want(file, "metric_list", metrics, (list,), "a list of {metric, aggregation, higher_is_better}")
+    for i, m in enumerate(metrics or []):
+        if not isinstance(m, dict) or "metric" not in m:
+            _fail(file, f"metric_list[{i}]", f"must be a mapping with a 'metric', got {m!r}")
+        name = m["metric"]
+        if not isinstance(name, (str, FunctionRef)):
+            _fail(file, f"metric_list[{i}]", f"'metric' must be a name or !function, got {name!r}")
+        for key in ("aggregation", "higher_is_better"):
+            if key not in m:
+                _fail(file, f"metric_list[{i}] (metric {str(name)!r})",
+                      f"missing {key!r}; lalm-eval requires aggregation and higher_is_better on every "
+                      f"metric (e.g. aggregation: mean, higher_is_better: true)")
+        if not isinstance(m["aggregation"], (str, FunctionRef)):
+            _fail(file, f"metric_list[{i}] (metric {str(name)!r})", f"aggregation must be a name or !function, got {m['aggregation']!r}")
+        if not isinstance(m["higher_is_better"], bool):
+            _fail(file, f"metric_list[{i}] (metric {str(name)!r})",
+                  f"higher_is_better must be true or false, got {m['higher_is_better']!r}")
+
+
+def _validate_filters(filters, file: str) -> None:
+    _want(file, "filter_list", filters, (list,), "a list of {name, filter: [{function, ...}]}")
+    for i, f in enumerate(filters or []):
+        steps = f.get("filter") if isinstance(f, dict) else None
+        if not isinstance(f, dict) or not isinstance(f.get("name"), str) or not isinstance(steps, list):
+            _fail(file, f"filter_list[{i}]", f"must be a mapping with 'name' and a 'filter' list, got {f!r}")
+        for j, step in enumerate(steps):
+            if not isinstance(step, dict) or "function" not in step:
+                _fail(file, f"filter_list[{i}].filter[{j}]", f"must be a mapping with a 'function', got {step!r}")
+
+
+def _validate_group(g: GroupConfig, file: str) -> None:
+    if not isinstance(g.group, str) or not g.group.strip() or "," in g.group:
+        _fail(file, "group", f"must be a non-empty name without commas, got {g.group!r}")
+    _want(file, "group_alias", g.group_alias, (str,), "a string")
+    if not isinstance(g.task, list) or not g.task:
+        _fail(file, "task", f"must be a non-empty list of task, tag or group names, got {g.task!r}")
+    for i, name in enumerate(g.task):
+        if not isinstance(name, str):
+            _fail(file, f"task[{i}]", f"must be a task, tag or group name (inline task definitions are not "
+                                      f"supported: give the task its own YAML), got {name!r}")
+    _want(file, "aggregate_metric_list", g.aggregate_metric_list, (list,), "a list of {metric, aggregation, weight_by_size}")
+    for i, m in enumerate(g.aggregate_metric_list or []):
+        where = f"aggregate_metric_list[{i}]"
+        if not isinstance(m, dict) or not isinstance(m.get("metric"), str):
+            _fail(file, where, f"must be a mapping with a 'metric' name, got {m!r}")
+        extra = sorted(set(m) - {"metric", "aggregation", "weight_by_size"})
+        if extra:
+            _fail(file, where, f"unknown key(s) {extra}; known: metric, aggregation, weight_by_size")
+        if m.get("aggregation") != "mean":
+            _fail(file, where, f"aggregation must be 'mean' (the only group aggregation), got {m.get('aggregation')!r}")
+        if not isinstance(m.get("weight_by_size", False), bool):
+            _fail(file, where, f"weight_by_size must be true or false, got {m['weight_by_size']!r}")
+    _want(file, "metadata", g.metadata, (dict,), "a mapping")

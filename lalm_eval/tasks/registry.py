@@ -1,0 +1,165 @@
+"""The task index: which task, group and tag names exist, and in which YAML file.
+
+Indexing is cheap and lazy: each ``*.yaml`` under the built-in ``tasks/`` folder and the include
+paths is parsed for its ``task`` / ``group`` / ``tag`` keys only (``include:`` followed, no hook
+imported, nothing validated beyond that). A config is fully loaded when asked for.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from pathlib import Path
+from typing import Iterable
+
+from lalm_eval.errors import ConfigError
+from lalm_eval.resources import tasks_dir
+from lalm_eval.tasks.config import GroupConfig
+from lalm_eval.tasks.loader import index_names, load_yaml
+from lalm_eval.tasks.task import Task
+
+
+class UnknownTaskError(ConfigError, KeyError):
+    """A task, group or tag name that no indexed YAML defines."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    kind: str  # "task" | "group"
+    file: Path
+
+
+class TaskManager:
+    """``TaskManager(include_paths=[...])``: the built-in tasks plus user folders (or files)."""
+
+    def __init__(self, include_paths: str | Path | Iterable[str | Path] | None = None,
+                 include_defaults: bool = True):
+        if isinstance(include_paths, (str, Path)):
+            include_paths = [include_paths]
+        paths = [Path(p) for p in include_paths or []]
+        for p in paths:
+            if not p.exists():
+                raise ConfigError(f"task include path {p} does not exist")
+        self.paths = ([tasks_dir()] if include_defaults else []) + paths
+        self._entries: dict[str, _Entry] = {}
+        self._tags: dict[str, list[str]] = {}
+        self._tag_files: dict[str, Path] = {}
+        for file in self._yaml_files():
+            self._index(file)
+        for tag, file in self._tag_files.items():
+            if tag in self._entries:
+                other = self._entries[tag]
+                raise ConfigError(f"name {tag!r} is a tag in {file} and a {other.kind} in {other.file}; "
+                                  "rename one of them")
+
+    def _yaml_files(self) -> list[Path]:
+        files: dict[Path, None] = {}
+        for root in self.paths:
+            found = [root] if root.is_file() else sorted(root.rglob("*.yaml"))
+            for f in found:
+                rel = f.relative_to(root).parts if f != root else ()
+                if any(part.startswith(".") or part == "__pycache__" for part in rel):
+                    continue
+                files.setdefault(f.resolve(), None)
+        return list(files)
+
+    def _index(self, file: Path) -> None:
+        names = index_names(file)
+        if names is None:
+            return
+        kind = "group" if "group" in names else "task"
+        name = names[kind]
+        if not isinstance(name, str) or not name:
+            if kind == "task" and isinstance(name, list):
+                raise ConfigError(f"{file}: 'task' is a list but there is no 'group' key; a group YAML "
+                                  f"needs 'group: <name>'")
+            raise ConfigError(f"{file}: {kind!r} must be a name, got {name!r}")
+        if name in self._entries:
+            other = self._entries[name]
+            raise ConfigError(f"duplicate name {name!r}: {other.kind} in {other.file} and {kind} in {file}")
+        self._entries[name] = _Entry(kind, file)
+        if kind == "task":
+            tags = names.get("tag") or []
+            for tag in [tags] if isinstance(tags, str) else tags:
+                if not isinstance(tag, str):
+                    raise ConfigError(f"{file}: tag must be a name or a list of names, got {tags!r}")
+                self._tags.setdefault(tag, []).append(name)
+                self._tag_files.setdefault(tag, file)
+
+    # -- what exists ----------------------------------------------------------------------------
+
+    def all_tasks(self) -> list[str]:
+        return sorted(n for n, e in self._entries.items() if e.kind == "task")
+
+    def all_groups(self) -> list[str]:
+        return sorted(n for n, e in self._entries.items() if e.kind == "group")
+
+    def all_tags(self) -> list[str]:
+        return sorted(self._tags)
+
+    def file_of(self, name: str) -> Path:
+        """The YAML that defines task or group ``name``."""
+        return self._entry(name).file
+
+    def _unknown(self, name: str, kind: str = "task, group or tag") -> UnknownTaskError:
+        known = sorted({*self._entries, *self._tags})
+        close = difflib.get_close_matches(name, known, n=3)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        listing = ", ".join(known[:50]) + (" …" if len(known) > 50 else "")
+        return UnknownTaskError(f"unknown {kind} {name!r}{hint} (known: {listing or 'none'}; "
+                                f"searched {', '.join(map(str, self.paths)) or 'no folders'})")
+
+    def _entry(self, name: str, kind: str | None = None) -> _Entry:
+        entry = self._entries.get(name)
+        if entry is None:
+            raise self._unknown(name, kind or "task or group")
+        if kind is not None and entry.kind != kind:
+            raise ConfigError(f"{name!r} is a {entry.kind} ({entry.file}), not a {kind}; "
+                              f"use resolve() to expand groups and tags")
+        return entry
+
+    # -- loading --------------------------------------------------------------------------------
+
+    def load_task(self, name: str) -> Task:
+        if name in self._tags and name not in self._entries:
+            raise ConfigError(f"{name!r} is a tag ({len(self._tags[name])} tasks), not a task; use resolve()")
+        file = self._entry(name, "task").file
+        task = Task.from_yaml(file)
+        if task.name != name:  # the file changed since it was indexed
+            raise ConfigError(f"{file}: defines task {task.name!r} now, not {name!r}; build a new TaskManager")
+        return task
+
+    def load_group(self, name: str) -> GroupConfig:
+        file = self._entry(name, "group").file
+        return GroupConfig.from_dict(load_yaml(file), file)
+
+    def resolve(self, names: str | Iterable[str]) -> list[str]:
+        """Task names for ``names`` (tasks, groups, tags), groups and tags expanded recursively,
+        de-duplicated, first occurrence kept."""
+        if isinstance(names, str):
+            names = [names]
+        out: dict[str, None] = {}
+        for name in names:
+            self._expand(name, out, ())
+        return list(out)
+
+    def _expand(self, name: str, out: dict[str, None], stack: tuple[str, ...]) -> None:
+        if name in stack:
+            raise ConfigError(f"group cycle: {' -> '.join((*stack, name))} ({self._entries[name].file})")
+        entry = self._entries.get(name)
+        if entry is not None and entry.kind == "task":
+            out.setdefault(name, None)
+        elif entry is not None:
+            group = self.load_group(name)
+            for member in group.task:
+                if member not in self._entries and member not in self._tags:
+                    raise UnknownTaskError(f"{entry.file}: group {name!r} lists {self._unknown(member)}")
+                self._expand(member, out, (*stack, name))
+        elif name in self._tags:
+            for task in self._tags[name]:
+                out.setdefault(task, None)
+        else:
+            raise self._unknown(name)

@@ -1,0 +1,144 @@
+"""A loaded task: its config, its folder, its hash, and how one doc becomes a prompt and audio.
+
+Loading docs is the evaluator's job; a :class:`Task` only turns a doc (a dict of dataset
+fields) into text, target, audio and chat messages, as its YAML says.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import jinja2
+
+from lalm_eval.errors import ConfigError
+from lalm_eval.tasks.config import NATIVE_ENV, TEMPLATE_ENV, TaskConfig
+from lalm_eval.tasks.loader import FunctionRef, load_yaml
+
+
+class Task:
+    def __init__(self, config: TaskConfig, yaml_file: str | Path):
+        self.config = config
+        self.yaml_file = Path(yaml_file).resolve()
+        self.folder = self.yaml_file.parent
+        self._templates: dict[str, jinja2.Template] = {}
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> "Task":
+        path = Path(path).resolve()
+        return cls(TaskConfig.from_dict(load_yaml(path), path), path)
+
+    def __repr__(self) -> str:
+        return f"Task({self.name!r}, {self.yaml_file})"
+
+    @property
+    def name(self) -> str:
+        return self.config.task
+
+    @property
+    def alias(self) -> str:
+        return self.config.task_alias or self.config.task
+
+    @property
+    def version(self) -> Any:
+        return self.config.version
+
+    @property
+    def gen_kwargs(self) -> dict:
+        return dict(self.config.generation_kwargs or {})
+
+    @functools.cached_property
+    def task_hash(self) -> str:
+        """sha256 of the resolved config (includes merged) and of every hook module it names."""
+        refs: list[FunctionRef] = []
+        config = _canonical(self.config.to_dict(), refs)
+        hooks = sorted({(r.module_relpath, hashlib.sha256(r.source_text().encode()).hexdigest()) for r in refs})
+        payload = {"config": config, "hook_sources": [list(h) for h in hooks]}
+        text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def hook(self, name: str) -> Callable | None:
+        """The named hook of ``hooks:`` (imported now), or None when the task has none by that name."""
+        ref = (self.config.hooks or {}).get(name)
+        return ref.resolve() if ref is not None else None
+
+    def process_docs(self, dataset):
+        """``process_docs(dataset)`` when the YAML sets it, else the dataset unchanged."""
+        return self.config.process_docs(dataset) if self.config.process_docs is not None else dataset
+
+    # -- one doc → prompt pieces ------------------------------------------------------------
+
+    def _apply(self, key: str, doc: dict, native: bool = False):
+        value = getattr(self.config, key)
+        if value is None:
+            return None
+        if isinstance(value, FunctionRef):
+            return value(doc)
+        template = self._templates.get(key)
+        if template is None:
+            template = (NATIVE_ENV if native else TEMPLATE_ENV).from_string(value)
+            self._templates[key] = template
+        try:
+            return template.render(**doc)
+        except jinja2.UndefinedError as exc:
+            fields = sorted(doc) if isinstance(doc, dict) else type(doc).__name__
+            raise ConfigError(f"{self.yaml_file}: {key}: {exc.message}; the doc has fields {fields}") from exc
+
+    def render_text(self, doc: dict) -> str:
+        if self.config.doc_to_text is None:
+            raise ConfigError(f"{self.yaml_file}: task {self.name!r} has no doc_to_text (it builds doc_to_messages)")
+        text = self._apply("doc_to_text", doc)
+        if not isinstance(text, str):
+            raise ConfigError(f"{self.yaml_file}: doc_to_text must give a string, got {type(text).__name__} {text!r}")
+        return text
+
+    def render_target(self, doc: dict):
+        """The reference: a string (template), or whatever the ``!function`` returns (str or list)."""
+        return self._apply("doc_to_target", doc)
+
+    def audio_of(self, doc: dict) -> list:
+        """The doc's audios, in prompt order: [] when doc_to_audio is unset, one item → [item].
+
+        A template is rendered with Jinja2 native types, so ``"{{ audio }}"`` gives the field's
+        object and ``"{{ [enrollment, test] }}"`` a list of them.
+        """
+        audio = self._apply("doc_to_audio", doc, native=True)
+        if audio is None:
+            return []
+        return list(audio) if isinstance(audio, (list, tuple)) else [audio]
+
+    def render_description(self, doc: dict) -> str | None:
+        return self._apply("description", doc)
+
+    def messages(self, doc: dict) -> list[dict]:
+        """Chat messages (Hugging Face convention): ``doc_to_messages(doc)`` when set, else an
+        optional system message (``description``) and one user turn with an ``{"type": "audio"}``
+        part per audio of :meth:`audio_of`, then the text of :meth:`render_text`."""
+        if self.config.doc_to_messages is not None:
+            messages = self.config.doc_to_messages(doc)
+            if not isinstance(messages, (list, tuple)) or not all(isinstance(m, dict) and "role" in m for m in messages):
+                raise ConfigError(f"{self.yaml_file}: doc_to_messages ({self.config.doc_to_messages.spec}) must "
+                                  f"return a list of {{'role', 'content'}} messages, got {messages!r}")
+            return list(messages)
+        content = [{"type": "audio"} for _ in self.audio_of(doc)]
+        content.append({"type": "text", "text": self.render_text(doc)})
+        messages = [{"role": "user", "content": content}]
+        description = self.render_description(doc)
+        if description:
+            messages.insert(0, {"role": "system", "content": [{"type": "text", "text": description}]})
+        return messages
+
+
+def _canonical(value, refs: list[FunctionRef]):
+    """JSON-ready copy of a config value; ``!function`` refs become their tag text and are collected."""
+    if isinstance(value, FunctionRef):
+        refs.append(value)
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _canonical(v, refs) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v, refs) for v in value]
+    return value
