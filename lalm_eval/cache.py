@@ -1,0 +1,216 @@
+"""Response cache: resume an interrupted run without asking the model twice.
+
+A request's key is a SHA-256 over canonical JSON of everything that decides the answer: the
+model's identity, the task's hash, the document id, the content hash of **every audio** (unlike
+lm-eval, whose key is the prompt text only, so one question over two clips would share an
+answer), the chat messages and the generation kwargs.
+
+:class:`ResponseCache` keeps successful responses in one SQLite file (WAL mode, busy timeout) that
+several processes — accelerate's data-parallel ranks, or a rerun next to a running job — may read
+and write at once. Every :meth:`ResponseCache.put_many` commits at once, so a killed run loses at
+most the chunk in flight. Failed responses are never stored: they are retried on the next run.
+
+:class:`CachedAdapter` puts the cache in front of any :class:`~lalm_eval.api.Adapter`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from lalm_eval.api import AUDIO_SR, Adapter, Request, Response
+from lalm_eval.audio.io import audio_hash
+from lalm_eval.errors import ConfigError, LalmEvalError
+
+KEY_VERSION = 1  # bump when the key's recipe changes, so old entries are never served
+BUSY_TIMEOUT_S = 120.0  # how long a writer waits for another process's lock
+_SQL_VARS = 500  # keys per SELECT ... IN (...), well below SQLite's variable limit
+
+
+def _jsonable(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    if isinstance(value, Path):
+        return value.as_posix()
+    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
+
+
+def canonical_json(value) -> str:
+    """JSON with sorted keys and no whitespace: the same value gives the same bytes everywhere."""
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False, default=_jsonable)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"cache key: cannot serialise {value!r:.200} ({exc})") from None
+
+
+def request_key(model_identity: dict, task_hash: str, doc_id, audios: Sequence[np.ndarray],
+                messages, gen_kwargs: dict) -> str:
+    """SHA-256 hex digest of the model identity, task hash, doc id, audio hashes, messages and
+    generation kwargs. Audio enters through :func:`~lalm_eval.audio.io.audio_hash` of the decoded
+    16 kHz samples, so different clips under the same prompt never share a key."""
+    payload = {
+        "v": KEY_VERSION,
+        "model": model_identity,
+        "task_hash": task_hash,
+        "doc_id": doc_id,
+        "audio": [audio_hash(a, AUDIO_SR) for a in audios],
+        "messages": list(messages),
+        "gen_kwargs": gen_kwargs,
+    }
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+
+def key_of(request: Request, model_identity: dict, task_hash: str | None = None) -> str:
+    """:func:`request_key` of a :class:`Request` (``task_hash`` defaults to the task name)."""
+    return request_key(model_identity, task_hash if task_hash is not None else request.task,
+                       request.doc_id, request.audios, request.messages, request.gen_kwargs)
+
+
+class ResponseCache:
+    """Successful responses by request key, in a SQLite file shared by processes."""
+
+    def __init__(self, path: str | Path, busy_timeout_s: float = BUSY_TIMEOUT_S):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(str(self.path), timeout=busy_timeout_s,
+                                       isolation_level=None, check_same_thread=False)
+            self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS responses ("
+                             "key TEXT PRIMARY KEY, text TEXT, error TEXT, created REAL)")
+        except sqlite3.DatabaseError as exc:
+            raise LalmEvalError(f"{self.path}: cannot open the response cache ({exc})") from exc
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Response]:
+        """The stored responses among ``keys`` (absent keys are simply missing from the dict)."""
+        keys = list(dict.fromkeys(keys))
+        found: dict[str, Response] = {}
+        with self._lock:
+            for i in range(0, len(keys), _SQL_VARS):
+                chunk = keys[i:i + _SQL_VARS]
+                marks = ",".join("?" * len(chunk))
+                rows = self._db.execute(
+                    f"SELECT key, text, error FROM responses WHERE key IN ({marks})", chunk).fetchall()
+                for key, text, error in rows:
+                    found[key] = Response(text=text, error=error, cached=True)
+        return found
+
+    def put_many(self, items: Iterable[tuple[str, Response]]) -> int:
+        """Store the successful responses among ``(key, response)`` pairs and commit at once.
+
+        Responses without text or with an error are skipped (so they are retried next run).
+        Returns how many were stored.
+        """
+        now = time.time()
+        rows = []
+        for key, resp in items:
+            if not key:
+                raise ValueError("response cache: empty request key")
+            if resp.text is not None and resp.error is None:
+                rows.append((key, resp.text, None, now))
+        if not rows:
+            return 0
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany("INSERT OR REPLACE INTO responses (key, text, error, created) "
+                                     "VALUES (?, ?, ?, ?)", rows)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        return len(rows)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+
+    def __contains__(self, key: str) -> bool:
+        return bool(self.get_many([key]))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> "ResponseCache":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class CachedAdapter(Adapter):
+    """Any adapter with the response cache in front.
+
+    Requests whose key is in the cache are answered from it (``cached=True``); only the misses
+    reach the inner adapter, ``chunk_size`` at a time, and each chunk's successes are committed
+    before the next starts. A request without a ``key`` gets one from :func:`request_key`
+    (``task_hashes`` maps task names to hashes; the task name stands in when absent). Requests
+    sharing a key within one call are generated once.
+
+    Counters: ``hits`` (served from the cache file), ``misses`` (not served from it),
+    ``n_generated`` (requests handed to the inner adapter).
+    """
+
+    def __init__(self, adapter: Adapter, cache: ResponseCache, chunk_size: int = 32,
+                 task_hashes: dict[str, str] | None = None):
+        super().__init__()
+        if chunk_size < 1:
+            raise ConfigError(f"CachedAdapter: chunk_size must be >= 1, got {chunk_size}")
+        self.inner, self.cache, self.chunk_size = adapter, cache, chunk_size
+        self.task_hashes = dict(task_hashes or {})
+        self.name, self.MULTI_AUDIO = adapter.name, adapter.MULTI_AUDIO
+        self.hits = self.misses = 0
+        self._identity: dict | None = None
+
+    def identity(self) -> dict:
+        if self._identity is None:
+            self._identity = self.inner.identity()
+        return self._identity
+
+    def keyed(self, request: Request) -> Request:
+        """``request`` with its cache key set (kept when the evaluator already set one)."""
+        if request.key:
+            return request
+        return dataclasses.replace(request, key=key_of(request, self.identity(),
+                                                       self.task_hashes.get(request.task)))
+
+    def generate(self, requests: list[Request], batch_size: int | str = 1) -> list[Response]:
+        requests = [self.keyed(r) for r in requests]
+        found = self.cache.get_many(r.key for r in requests)
+        todo: dict[str, Request] = {}
+        for r in requests:
+            if r.key not in found:
+                todo.setdefault(r.key, r)
+        n_hits = sum(r.key in found for r in requests)
+        self.hits += n_hits
+        self.misses += len(requests) - n_hits
+        fresh: dict[str, Response] = {}
+        pending = list(todo.values())
+        for i in range(0, len(pending), self.chunk_size):
+            chunk = pending[i:i + self.chunk_size]
+            out = self.inner.generate(chunk, batch_size)
+            if len(out) != len(chunk):
+                raise LalmEvalError(f"adapter {self.inner.name!r} returned {len(out)} responses "
+                                    f"for {len(chunk)} requests")
+            self.n_generated += len(chunk)
+            pairs = [(r.key, resp) for r, resp in zip(chunk, out)]
+            self.cache.put_many(pairs)
+            fresh.update(pairs)
+        return [found[r.key] if r.key in found else fresh[r.key] for r in requests]

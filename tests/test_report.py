@@ -1,0 +1,190 @@
+"""Reports: lm-eval-shaped results JSON, samples JSONL, breakdown math, paper-shaped tables, plots."""
+
+import datetime as dt
+import json
+import re
+
+import numpy as np
+import pytest
+
+from lalm_eval.errors import DataError
+from lalm_eval.report import (breakdown, load_results, metric_key, msu_language_table, msu_table,
+                              palm_stratum_table, palm_table, task_entry, timestamp, write_results,
+                              write_samples)
+from lalm_eval.report import plots
+
+STAMP_RE = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d{6}"
+
+
+def table_cells(markdown: str) -> tuple[list[str], list[list[str]]]:
+    lines = [l for l in markdown.splitlines() if l.startswith("|")]
+    split = lambda l: [c.strip() for c in l.strip("|").split("|")]
+    return split(lines[0]), [split(l) for l in lines[2:]]
+
+
+def test_timestamp_format():
+    assert timestamp(dt.datetime(2026, 1, 2, 3, 4, 5, 6)) == "2026-01-02T03-04-05.000006"
+    assert re.fullmatch(STAMP_RE, timestamp())
+
+
+def test_results_json_has_lm_eval_layout_and_round_trips(tmp_path):
+    results = {
+        "results": {"palm_recognition": task_entry("palm_recognition", {"token_f1": 0.5, "bleu": np.float64(12.5)},
+                                                   {"token_f1": 0.02}),
+                    "palm": {"alias": "palm", metric_key("token_f1"): 0.5, "token_f1_stderr,none": "N/A"}},
+        "groups": {"palm": {"alias": "palm", "token_f1,none": 0.5}},
+        "group_subtasks": {"palm": ["palm_recognition"]},
+        "configs": {"palm_recognition": {"task": "palm_recognition", "dataset_path": "x/palm"}},
+        "versions": {"palm_recognition": 1.0},
+        "n-samples": {"palm_recognition": {"original": 120, "effective": 100}},
+        "higher_is_better": {"palm_recognition": {"token_f1": True, "bleu": True}},
+        "config": {"model": "qwen2_audio", "model_args": "pretrained=Qwen/Qwen2-Audio-7B-Instruct",
+                   "batch_size": 8, "seed": 1234, "limit": 100, "gen_kwargs": {"max_new_tokens": 64}},
+        "task_hashes": {"palm_recognition": "abc123"},
+        "cache": {"hits": 40, "misses": 60},
+        "errors": {"palm_recognition": [{"doc_id": 7, "error": "CUDA out of memory"}]},
+        "total_evaluation_time_seconds": "12.5",
+        "date": 1767225600.0,
+    }
+    path = write_results(tmp_path / "out", results)
+    assert re.fullmatch(f"results_{STAMP_RE}.json", path.name)
+    back = load_results(path)
+    for key in ("results", "groups", "group_subtasks", "configs", "versions", "n-samples", "higher_is_better",
+                "config", "task_hashes", "cache", "errors", "total_evaluation_time_seconds", "date",
+                "lalm_eval_version"):
+        assert key in back, key
+    entry = back["results"]["palm_recognition"]
+    assert entry == {"alias": "palm_recognition", "token_f1,none": 0.5, "token_f1_stderr,none": 0.02,
+                     "bleu,none": 12.5, "bleu_stderr,none": "N/A"}
+    assert back["config"]["device"] is None and back["config"]["batch_size"] == 8  # every config key written
+    assert back["n-samples"]["palm_recognition"] == {"original": 120, "effective": 100}
+    assert back["errors"]["palm_recognition"][0]["doc_id"] == 7
+    assert back["lalm_eval_version"]
+    # round trip: writing what was read gives the same content
+    again = load_results(write_results(tmp_path / "again", back, stamp="2026-01-01T00-00-00.000000"))
+    assert again == back
+
+
+def test_results_defaults_and_validation(tmp_path):
+    back = load_results(write_results(tmp_path, {"results": {"t": {"alias": "t", "acc,none": float("nan")}}}))
+    assert back["results"]["t"]["acc,none"] is None  # strict JSON: NaN → null
+    assert back["cache"] == {"hits": 0, "misses": 0} and back["errors"] == {} and back["groups"] == {}
+    with pytest.raises(DataError, match="unknown top-level"):
+        write_results(tmp_path, {"resultz": {}})
+    with pytest.raises(DataError, match="lacks a filter"):
+        write_results(tmp_path, {"results": {"t": {"acc": 1.0}}})
+
+
+def test_samples_jsonl_one_line_per_doc(tmp_path):
+    rows = [{"language": "en", "n_speakers": 2, "doc_id": i, "target": "yes", "response": "yes" if i else None,
+             "messages": [{"role": "user", "content": [{"type": "audio"}, {"type": "text", "text": "Q?"}]}],
+             "metrics": {"token_f1": np.float32(1.0) if i else None}, "error": None if i else "timeout",
+             "negative_stratum": "hard", "tier": "tier1", "capability": "sr"} for i in range(3)]
+    path = write_samples(tmp_path, "palm/recognition", rows, stamp="2026-01-01T00-00-00.000000")
+    assert path.name == "samples_palm_recognition_2026-01-01T00-00-00.000000.jsonl"
+    lines = [json.loads(l) for l in path.read_text().splitlines()]
+    assert len(lines) == 3 and [l["doc_id"] for l in lines] == [0, 1, 2]
+    assert list(lines[1])[:5] == ["doc_id", "messages", "response", "target", "metrics"]
+    assert lines[0]["error"] == "timeout" and lines[0]["response"] is None
+    assert lines[1]["metrics"] == {"token_f1": 1.0}
+    assert lines[2]["language"] == "en" and lines[2]["negative_stratum"] == "hard" and lines[2]["capability"] == "sr"
+    with pytest.raises(DataError, match="doc_id"):
+        write_samples(tmp_path, "t", [{"response": "x"}])
+
+
+def test_breakdown_math_by_hand():
+    rows = [{"language": "en", "n_speakers": 1, "f1": 1.0, "metrics": {"bleu": 10.0}},
+            {"language": "en", "n_speakers": 2, "f1": 0.5, "metrics": {"bleu": 30.0}},
+            {"language": "en", "n_speakers": 2, "f1": None},
+            {"language": "zh", "n_speakers": 1, "f1": 0.0, "metrics": {"bleu": float("nan")}}]
+    by_lang = breakdown(rows, ["language"], ["f1", "bleu"])
+    assert by_lang == [
+        {"language": "en", "count": 3, "f1": 0.75, "f1_count": 2, "bleu": 20.0, "bleu_count": 2},
+        {"language": "zh", "count": 1, "f1": 0.0, "f1_count": 1, "bleu": None, "bleu_count": 0},
+    ]
+    two = breakdown(rows, ["n_speakers", "language"], ["f1"])
+    assert [(r["n_speakers"], r["language"], r["f1"]) for r in two] == [(1, "en", 1.0), (1, "zh", 0.0), (2, "en", 0.5)]
+    with_ci = breakdown(rows, ["language"], ["f1", "bleu"], ci=True)
+    lo, hi = with_ci[0]["f1_ci"]
+    assert 0.5 <= lo <= 0.75 <= hi <= 1.0
+    assert with_ci[1]["f1_ci"] == [0.0, 0.0] and with_ci[1]["bleu_ci"] is None
+    assert breakdown(rows, ["language"], ["f1"], ci=True) == breakdown(rows, ["language"], ["f1"], ci=True)
+    # a group's CI does not move when another group is added
+    more = breakdown(rows + [{"language": "fr", "f1": 0.3}], ["language"], ["f1"], ci=True)
+    assert more[0]["f1_ci"] == breakdown(rows, ["language"], ["f1"], ci=True)[0]["f1_ci"]
+
+
+def msu_rows():
+    # tier1: sr has 3 samples (all 1.0), sac has 1 (0.0) → all-cases avg 0.75, capability-mean avg 0.5
+    rows = [{"model": "m", "tier": "tier1", "capability": "sr", "language": "en", "score": 1.0} for _ in range(3)]
+    rows += [{"model": "m", "tier": "tier1", "capability": "sac", "language": "zh", "score": 0.0}]
+    rows += [{"model": "m", "tier": "tier2", "capability": "sda", "language": "en", "score": 0.5},
+             {"model": "m", "tier": "tier2", "capability": "sda", "language": "zh", "score": 0.5}]
+    return rows
+
+
+def test_msu_tier_average_is_over_all_cases():
+    header, body = table_cells(msu_table(msu_rows(), "score"))
+    assert header == ["Model", "tier1 · sr", "tier1 · sac", "tier1 · Avg", "tier2 · sda", "tier2 · Avg", "Avg"]
+    row = dict(zip(header, body[0]))
+    assert row["tier1 · sr"] == "1.00" and row["tier1 · sac"] == "0.00"
+    assert row["tier1 · Avg"] == "0.75"  # (1+1+1+0)/4
+    assert row["tier1 · Avg"] != f"{(1.0 + 0.0) / 2:.2f}"  # not the mean of capability means (0.50)
+    assert row["Avg"] == f"{(3 * 1.0 + 0.0 + 0.5 + 0.5) / 6:.2f}"  # 0.67
+
+
+def test_msu_language_table_and_missing_metric_footnote():
+    header, body = table_cells(msu_language_table(msu_rows(), "score"))
+    assert header == ["Model", "en · tier1", "en · tier2", "en · Avg", "zh · tier1", "zh · tier2", "zh · Avg"]
+    assert body[0][1:] == ["1.00", "0.50", "0.88", "0.00", "0.50", "0.25"]
+    text = msu_table(msu_rows(), "judge_score", missing={"judge_score": "no judge endpoint configured"})
+    assert "—" in table_cells(text)[1][0]
+    assert "— judge_score: no judge endpoint configured" in text
+
+
+def palm_rows():
+    rows = {}
+    for strategy, base in (("Base", 0.2), ("HD", 0.6)):
+        rows[("Qwen2-Audio", strategy)] = [
+            {"task": task, "n_speakers": n, "metrics": {"token_f1": base - 0.05 * n} if task == "recognition"
+             else {"bleu": 10.0 * n + (1 if strategy == "HD" else 0)},
+             "negative_stratum": ("hard" if n % 2 else "easy") if task == "recognition" else ""}
+            for n in (1, 2, 3, 4) for task in ("recognition", "captioning")]
+    return rows
+
+
+def test_palm_table_layout():
+    text = palm_table(palm_rows(), metrics=["token_f1", "bleu", "llm_score"],
+                      missing={"llm_score": "no judge endpoint configured"}, labels={"token_f1": "FS", "bleu": "BLEU"})
+    header, body = table_cells(text)
+    assert header[:2] == ["Model", "Strategy"]
+    for n, label in ((1, "1 speaker"), (2, "2 speakers"), (3, "3 speakers"), (4, "4 speakers")):
+        assert f"{label} · recognition · FS" in header and f"{label} · captioning · BLEU" in header
+        assert f"{label} · recognition · llm_score" in header
+    assert "1 speaker · captioning · FS" not in header  # token_f1 only present for recognition
+    assert header.index("1 speaker · captioning · BLEU") < header.index("2 speakers · recognition · FS")
+    assert [b[:2] for b in body] == [["Qwen2-Audio", "Base"], ["Qwen2-Audio", "HD"]]
+    base, hd = (dict(zip(header, b)) for b in body)
+    assert base["1 speaker · recognition · FS"] == "0.15" and hd["4 speakers · recognition · FS"] == "0.40"
+    assert hd["3 speakers · captioning · BLEU"] == "31.00"
+    assert base["2 speakers · recognition · llm_score"] == "—"
+    assert "— llm_score: no judge endpoint configured" in text
+    assert len(header) == 2 + 4 * (2 + 2)  # speakers × (recognition: FS, llm_score; captioning: BLEU, llm_score)
+
+
+def test_palm_stratum_table():
+    header, body = table_cells(palm_stratum_table(palm_rows(), metrics=["token_f1"]))
+    assert header == ["Model", "Strategy", "hard · token_f1", "hard · n", "easy · token_f1", "easy · n"]
+    base = dict(zip(header, body[0]))
+    assert base["hard · n"] == "2" and base["hard · token_f1"] == f"{((0.2 - 0.05) + (0.2 - 0.15)) / 2:.2f}"
+
+
+def test_plots_write_png(tmp_path):
+    rows = [{"model": m, "strategy": s, "n_speakers": n, "task_id": f"t{n}", "f1": v * n}
+            for m, v in (("a", 0.1), ("b", 0.2)) for s in ("Base", "HD") for n in (1, 2, 3, 4)]
+    for fn, name in ((plots.speaker_count_plot, "speakers.png"), (plots.task_bar_plot, "tasks.png")):
+        path = fn(rows, "f1", tmp_path / "plots" / name)
+        data = path.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000
+    with pytest.raises(DataError, match="no rows"):
+        plots.speaker_count_plot(rows, "missing_metric", tmp_path / "x.png")
