@@ -1,27 +1,124 @@
-"""``lalm-eval``: the evaluation harness's command line.
+"""``lalm-eval``: evaluate an audio-language model on tasks, with lm-eval's flags.
 
-For now it reports the installation (version and where the task and card folders are); the
-evaluation flags (``--model --tasks ...``) arrive with the harness.
+    lalm-eval --model qwen2_audio --model_args pretrained=DIR --tasks palm_recognition,msu_tier4 \\
+        --batch_size 4 --limit 8 --output_path out/ --log_samples
+    lalm-eval tasks                         # list tasks and groups
+    lalm-eval make-tiny-model qwen2_audio DIR   # tiny random-weight model of a real architecture
+    lalm-eval paths                         # where this install's task and card folders are
+
+Imports stay lazy so start-up is fast: torch/transformers load only when a model is built.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
+from pathlib import Path
 
 from lalm_eval import __version__
-from lalm_eval.resources import RESOURCE_NAMES, resource_dir
+from lalm_eval.cli_support import parse_key_values
+from lalm_eval.errors import LalmEvalError
+
+DEFAULT_CACHE = Path(os.environ.get("LALM_EVAL_CACHE", Path.home() / ".cache" / "lalm_eval"))
+SUBCOMMANDS = ("tasks", "make-tiny-model", "paths")
+
+
+def _model_args(text: str) -> dict:
+    return parse_key_values([p for p in text.split(",") if p.strip()]) if text else {}
+
+
+def eval_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="lalm-eval", description="Evaluate audio-language models "
+                                 f"(subcommands: {', '.join(SUBCOMMANDS)})")
+    ap.add_argument("--version", action="version", version=f"lalm-eval {__version__}")
+    ap.add_argument("--model", required=True, help="registered adapter, e.g. qwen2_audio, qwen2_5_omni, hf-audio")
+    ap.add_argument("--model_args", default="", help="k=v,k=v passed to the adapter (pretrained=..., dtype=...)")
+    ap.add_argument("--tasks", required=True, help="comma-separated task, group or tag names")
+    ap.add_argument("--include_path", action="append", default=None, help="extra task folder (repeatable)")
+    ap.add_argument("--batch_size", default="1", help="N or auto")
+    ap.add_argument("--limit", type=int, default=None, help="first N docs of each task")
+    ap.add_argument("--output_path", default=None, help="folder for results_*.json, samples and report")
+    ap.add_argument("--log_samples", action="store_true")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--device", default=None, help="cpu, cuda, cuda:N or auto (default: the adapter's)")
+    ap.add_argument("--gen_kwargs", default="", help="k=v,k=v overriding every task's generation kwargs")
+    ap.add_argument("--cache_dir", default=str(DEFAULT_CACHE), help="datasets, embeddings and response cache")
+    ap.add_argument("--no_cache", action="store_true", help="do not read or write the response cache")
+    return ap
+
+
+def run_eval(args) -> int:
+    import random
+
+    import numpy as np
+
+    from lalm_eval.evaluator import evaluate
+    from lalm_eval.models import MODELS
+    from lalm_eval.report.assemble import write_outputs
+
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    model_args = _model_args(args.model_args)
+    if args.device:
+        model_args["device"] = args.device
+    adapter = MODELS.get(args.model)(**model_args)
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    run = evaluate(adapter, tasks, include_path=args.include_path, batch_size=args.batch_size, limit=args.limit,
+                   gen_kwargs=_model_args(args.gen_kwargs), cache_dir=Path(args.cache_dir),
+                   use_cache=not args.no_cache)
+    config = {"model": args.model, "model_args": args.model_args, "batch_size": args.batch_size,
+              "device": args.device, "seed": args.seed, "limit": args.limit, "gen_kwargs": args.gen_kwargs}
+    from lalm_eval.report.assemble import markdown_report
+
+    print(markdown_report(run, args.model))
+    print(f"cache: {run['cache']['hits']} hits, {run['cache']['misses']} misses; "
+          f"model calls: {run['n_generated']}; {run['seconds']:.1f} s")
+    if args.output_path:
+        files = write_outputs(run, config, args.output_path, args.log_samples)
+        print("wrote " + ", ".join(str(p) for p in files.values()))
+    return 0
+
+
+def run_subcommand(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="lalm-eval")
+    sub = ap.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("tasks", help="list tasks and groups")
+    t.add_argument("--include_path", action="append", default=None)
+    m = sub.add_parser("make-tiny-model", help="build a tiny random-weight model of a real architecture offline")
+    m.add_argument("arch")
+    m.add_argument("out_dir", type=Path)
+    sub.add_parser("paths", help="where the task and hub-card folders of this install are")
+    args = ap.parse_args(argv)
+    if args.command == "paths":
+        from lalm_eval.resources import RESOURCE_NAMES, resource_dir
+
+        print(json.dumps({name: str(resource_dir(name)) for name in RESOURCE_NAMES}, indent=2))
+    elif args.command == "tasks":
+        from lalm_eval.tasks import TaskManager
+
+        manager = TaskManager(include_paths=args.include_path)
+        for group in manager.all_groups():
+            print(f"group  {group:32s} {len(manager.resolve([group]))} tasks")
+        for task in manager.all_tasks():
+            print(f"task   {task}")
+    else:
+        from lalm_eval.models.tiny import make_tiny_model
+
+        print(make_tiny_model(args.arch, args.out_dir))
+    return 0
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="lalm-eval", description="Evaluate audio-language models")
-    ap.add_argument("--version", action="version", version=f"lalm-eval {__version__}")
-    sub = ap.add_subparsers(dest="command", required=True)
-    sub.add_parser("paths", help="print where the task and hub-card folders of this install are")
-    args = ap.parse_args(argv)
-    if args.command == "paths":
-        print(json.dumps({name: str(resource_dir(name)) for name in RESOURCE_NAMES}, indent=2))
-    return 0
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] in SUBCOMMANDS:
+            return run_subcommand(argv)
+        return run_eval(eval_parser().parse_args(argv))
+    except (LalmEvalError, KeyError) as exc:
+        print(f"lalm-eval: error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -1,0 +1,190 @@
+"""Run tasks against a model: docs → requests → (cache) → adapter → filters → metrics → results.
+
+Failed generations and undecodable audio are excluded from every denominator and reported
+with their doc ids and errors; nothing is scored as an empty answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from lalm_eval.api import Request, Response
+from lalm_eval.audio.io import read_audio
+from lalm_eval.cache import CachedAdapter, ResponseCache, request_key
+from lalm_eval.errors import AudioError, ConfigError
+from lalm_eval.metrics.text import METRICS
+from lalm_eval.tasks import Task, TaskManager
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class TaskRun:
+    task: Task
+    docs: list[dict]
+    requests: list[Request]
+    doc_ids: list[int]
+    errors: list[dict]  # {doc_id, error} for docs that never reached the model or failed there
+    n_original: int
+
+
+def decode_audio(value) -> np.ndarray:
+    """A doc's audio value (``{"bytes", "path"}``, an array, or a decoder) as 16 kHz float32."""
+    if isinstance(value, np.ndarray):
+        return value.astype(np.float32)
+    if isinstance(value, dict) and value.get("bytes") is not None:
+        return read_audio(value["bytes"])[0]
+    if isinstance(value, dict) and value.get("array") is not None:
+        from lalm_eval.audio.io import resample
+
+        return resample(np.asarray(value["array"], np.float32), int(value["sampling_rate"]), 16_000)
+    if isinstance(value, dict) and value.get("path"):
+        return read_audio(value["path"])[0]
+    raise AudioError(f"cannot decode audio value of type {type(value).__name__}")
+
+
+def load_docs(task: Task, cache_dir: Path, limit: int | None) -> tuple[list[dict], int]:
+    import datasets
+
+    cfg = task.config
+    path = cfg.dataset_path
+    prepare = task.hook("prepare_dataset")
+    if prepare is not None:
+        path = prepare(cfg.dataset_path, cfg.dataset_name, cache_dir)
+    ds = datasets.load_dataset(str(path), cfg.dataset_name, split=cfg.test_split or "test", **(cfg.dataset_kwargs or {}))
+    for name, feature in ds.features.items():  # decode audio ourselves (soundfile, deterministic)
+        if isinstance(feature, datasets.Audio):
+            ds = ds.cast_column(name, datasets.Audio(decode=False))
+    ds = task.process_docs(ds)
+    n = len(ds)
+    if limit is not None:
+        ds = ds.select(range(min(limit, n)))
+    return [dict(row) for row in ds], n
+
+
+def build_requests(task: Task, docs: list[dict], identity: dict, gen_kwargs: dict) -> TaskRun:
+    requests, doc_ids, errors = [], [], []
+    kwargs = {**task.gen_kwargs, **gen_kwargs}
+    for doc_id, doc in enumerate(tqdm(docs, desc=f"{task.name}: requests", leave=False)):
+        try:
+            audios = tuple(decode_audio(a) for a in task.audio_of(doc))
+        except AudioError as exc:
+            log.warning("%s doc %d: audio cannot be decoded (%s); excluded", task.name, doc_id, exc)
+            errors.append({"doc_id": doc_id, "error": f"audio: {exc}"})
+            continue
+        messages = tuple(task.messages(doc))
+        key = request_key(identity, task.task_hash, doc_id, audios, list(messages), kwargs)
+        requests.append(Request(task.name, doc_id, audios, messages, kwargs, key))
+        doc_ids.append(doc_id)
+    return TaskRun(task, docs, requests, doc_ids, errors, len(docs))
+
+
+def apply_filters(task: Task, text: str, counters: dict) -> str:
+    """lm-eval-style filters: ``regex`` (pattern, group_select) then ``take_first``; a regex that
+    does not match keeps the whole text and is counted (``filter_misses``)."""
+    for entry in task.config.filter_list or []:
+        for step in entry.get("filter", []):
+            if step.get("function") == "regex":
+                found = re.findall(step["regex_pattern"], text, flags=re.S)
+                if found:
+                    pick = found[int(step.get("group_select", 0))]
+                    text = pick if isinstance(pick, str) else next((g for g in pick if g), "")
+                else:
+                    counters["filter_misses"] = counters.get("filter_misses", 0) + 1
+            elif step.get("function") in ("take_first", "strip"):
+                text = text.strip()
+            else:
+                raise ConfigError(f"{task.yaml_file}: unsupported filter function {step.get('function')!r}")
+    return text
+
+
+def score(run: TaskRun, responses: list[Response]) -> tuple[dict, list[dict], dict]:
+    """Per-metric means/stderrs over scored docs, the per-sample rows, and counters."""
+    metric_names = [m["metric"] for m in run.task.config.metric_list or []]
+    values = {m: [] for m in metric_names}
+    rows, counters = [], {}
+    for doc_id, request, response in zip(run.doc_ids, run.requests, responses):
+        doc = run.docs[doc_id]
+        target = run.task.render_target(doc)
+        row = {"doc_id": doc_id, "messages": request.messages, "response": response.text, "target": target,
+               "error": response.error, "cached": response.cached}
+        row.update({k: doc[k] for k in (run.task.config.metadata or {}).get("breakdown", []) if k in doc})
+        if response.text is None:
+            run.errors.append({"doc_id": doc_id, "error": response.error})
+        else:
+            filtered = apply_filters(run.task, response.text, counters)
+            row["filtered"] = filtered
+            row["metrics"] = {m: METRICS.get(m)(filtered, target) for m in metric_names}
+            for m in metric_names:
+                values[m].append(row["metrics"][m])
+        rows.append(row)
+    summary = {}
+    for m, vals in values.items():
+        summary[m] = float(np.mean(vals)) if vals else None
+        summary[f"{m}_stderr"] = float(np.std(vals, ddof=1) / math.sqrt(len(vals))) if len(vals) > 1 else None
+    return summary, rows, counters
+
+
+def evaluate(adapter, task_names: list[str], *, include_path=None, batch_size="1", limit=None,
+             gen_kwargs: dict | None = None, cache_dir: Path, use_cache: bool = True) -> dict:
+    """Everything the results file needs, plus per-task sample rows under ``"_samples"``."""
+    t0 = time.perf_counter()
+    manager = TaskManager(include_paths=include_path)
+    names = manager.resolve(task_names)
+    tasks = [manager.load_task(n) for n in names]
+    identity = adapter.identity()
+    runs = []
+    for task in tqdm(tasks, desc="loading tasks"):
+        docs, n_original = load_docs(task, cache_dir, limit)
+        run = build_requests(task, docs, identity, gen_kwargs or {})
+        run.n_original = n_original
+        runs.append(run)
+    model = adapter
+    if use_cache:
+        model = CachedAdapter(adapter, ResponseCache(Path(cache_dir) / "responses.sqlite"),
+                              chunk_size=max(64, 8 * int(batch_size) if str(batch_size).isdigit() else 64))
+    all_requests = [r for run in runs for r in run.requests]
+    responses = model.generate(all_requests, batch_size) if all_requests else []
+    results, samples, offset = {}, {}, 0
+    for run in tqdm(runs, desc="scoring"):
+        part = responses[offset:offset + len(run.requests)]
+        offset += len(run.requests)
+        summary, rows, counters = score(run, part)
+        results[run.task.name] = {"summary": summary, "counters": counters, "errors": run.errors,
+                                  "n": {"original": run.n_original, "effective": len(run.docs),
+                                        "scored": len(run.docs) - len(run.errors)}}
+        samples[run.task.name] = rows
+    groups = aggregate_groups(manager, task_names, results, tasks)
+    return {"tasks": tasks, "results": results, "groups": groups, "_samples": samples,
+            "cache": {"hits": getattr(model, "hits", 0), "misses": getattr(model, "misses", len(all_requests))},
+            "n_generated": adapter.n_generated, "seconds": time.perf_counter() - t0}
+
+
+def aggregate_groups(manager: TaskManager, requested: list[str], results: dict, tasks: list[Task]) -> dict:
+    """Size-weighted (or plain) means of each requested group's subtasks, as aggregate_metric_list says."""
+    out = {}
+    for name in requested:
+        if name not in manager.all_groups():
+            continue
+        group = manager.load_group(name)
+        members = [t for t in manager.resolve([name]) if t in results]
+        entry = {"subtasks": members}
+        for agg in group.aggregate_metric_list or []:
+            metric = agg["metric"]
+            pairs = [(results[t]["summary"].get(metric), results[t]["n"]["scored"]) for t in members]
+            pairs = [(v, n) for v, n in pairs if v is not None and n > 0]
+            if not pairs:
+                entry[metric] = None
+                continue
+            weights = [n if agg.get("weight_by_size", True) else 1 for _, n in pairs]
+            entry[metric] = float(np.average([v for v, _ in pairs], weights=weights))
+        out[name] = entry
+    return out

@@ -1,0 +1,159 @@
+"""The evaluator end to end with a scripted adapter: requests, cache, errors, filters, groups, files."""
+
+import io
+import json
+
+import datasets
+import numpy as np
+import pytest
+import soundfile as sf
+
+from lalm_eval.api import Adapter, Response
+from lalm_eval.evaluator import evaluate
+from lalm_eval.hub.card import front_matter, write_card
+from lalm_eval.hub.parquet import export_dataset_dict
+from lalm_eval.report.assemble import write_outputs
+from lalm_eval.report.results import load_results
+
+
+def flac(seconds, freq):
+    t = np.arange(int(16000 * seconds)) / 16000
+    buf = io.BytesIO()
+    sf.write(buf, (0.3 * np.sin(2 * np.pi * freq * t)).astype(np.float32), 16000, format="FLAC")
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def dataset_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ds")
+    rows = {"question": [], "answer": [], "audio": [], "language": []}
+    for i in range(6):
+        rows["question"].append(f"Who speaks in clip {i}?")
+        rows["answer"].append("Alice" if i % 2 else "Bob")
+        rows["audio"].append({"bytes": flac(1 + i * 0.5, 200 + 50 * i), "path": None} if i != 4 else
+                             {"bytes": b"not audio", "path": None})
+        rows["language"].append("en" if i < 3 else "zh")
+    features = datasets.Features({"question": datasets.Value("string"), "answer": datasets.Value("string"),
+                                  "audio": datasets.Audio(sampling_rate=16000), "language": datasets.Value("string")})
+    ds = datasets.Dataset.from_dict(rows, features=features)
+    files = export_dataset_dict({"main": datasets.DatasetDict({"test": ds})}, out)
+    write_card(out, f"---\n{front_matter(files)}\n---\n")
+    return out
+
+
+@pytest.fixture
+def task_dir(tmp_path, dataset_dir):
+    folder = tmp_path / "mytasks"
+    folder.mkdir()
+    (folder / "base.yaml").write_text(f"""
+dataset_path: {dataset_dir}
+dataset_name: main
+test_split: test
+doc_to_audio: "{{{{ audio }}}}"
+doc_to_text: "{{{{ question }}}}"
+doc_to_target: "{{{{ answer }}}}"
+generation_kwargs: {{max_new_tokens: 4}}
+metric_list:
+  - {{metric: exact_match, aggregation: mean, higher_is_better: true}}
+  - {{metric: token_f1, aggregation: mean, higher_is_better: true}}
+metadata: {{version: 1, breakdown: [language]}}
+""")
+    (folder / "plain.yaml").write_text("include: base.yaml\ntask: who_plain\n")
+    (folder / "cot.yaml").write_text("""include: base.yaml
+task: who_cot
+filter_list:
+  - name: answer
+    filter:
+      - {function: regex, regex_pattern: "<Answer>\\\\s*(.*?)\\\\s*(?:</Answer>|$)", group_select: 0}
+      - {function: take_first}
+""")
+    (folder / "group.yaml").write_text("""group: who
+task: [who_plain, who_cot]
+aggregate_metric_list: [{metric: exact_match, aggregation: mean, weight_by_size: true}]
+""")
+    return folder
+
+
+class Scripted(Adapter):
+    """Answers 'Alice' for clips longer than 2 s, fails on the 1.5 s clip, wraps CoT answers."""
+
+    name = "scripted"
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def identity(self):
+        return {"name": self.name, "version": 1}
+
+    def generate(self, requests, batch_size=1):
+        out = []
+        for r in requests:
+            self.seen.append((r.task, r.doc_id))
+            self.n_generated += 1
+            seconds = r.audio_seconds
+            if abs(seconds - 1.5) < 0.01:
+                out.append(Response(None, error="RuntimeError('boom')"))
+                continue
+            answer = "Alice" if seconds > 2 else "Bob"
+            out.append(Response(f"<Reasoning>thinking</Reasoning> <Answer>{answer}</Answer>" if r.task == "who_cot" else answer))
+        return out
+
+
+def test_evaluate_scores_excludes_failures_and_uses_the_cache(task_dir, tmp_path):
+    adapter = Scripted()
+    run = evaluate(adapter, ["who"], include_path=[task_dir], batch_size="2", cache_dir=tmp_path / "cache")
+    plain = run["results"]["who_plain"]
+    # 6 docs: doc 4 has undecodable audio (never sent), doc 1 (1.5 s) fails in the model
+    assert plain["n"] == {"original": 6, "effective": 6, "scored": 4}
+    assert {e["doc_id"] for e in plain["errors"]} == {1, 4}
+    assert (("who_plain", 4) not in adapter.seen) and ("who_plain", 1) in adapter.seen
+    # docs 0, 2, 3, 5: durations 1.0, 2.0, 2.5, 3.5 s → Bob, Bob, Alice, Alice; targets Bob, Bob, Alice, Alice
+    assert plain["summary"]["exact_match"] == 1.0
+    cot = run["results"]["who_cot"]
+    assert cot["summary"]["exact_match"] == 1.0  # the <Answer> filter extracted the answer
+    assert run["groups"]["who"]["exact_match"] == 1.0 and run["groups"]["who"]["subtasks"] == ["who_plain", "who_cot"]
+    assert run["cache"] == {"hits": 0, "misses": 10}
+
+    again = Scripted()
+    rerun = evaluate(again, ["who"], include_path=[task_dir], batch_size="2", cache_dir=tmp_path / "cache")
+    # successes come from the cache; only the failed doc is retried (failures are not cached)
+    assert sorted(again.seen) == [("who_cot", 1), ("who_plain", 1)]
+    assert rerun["cache"] == {"hits": 8, "misses": 2}
+    assert rerun["results"]["who_plain"]["summary"] == plain["summary"]
+
+
+def test_outputs_follow_lm_eval_layout(task_dir, tmp_path):
+    run = evaluate(Scripted(), ["who_plain"], include_path=[task_dir], cache_dir=tmp_path / "c", use_cache=False)
+    files = write_outputs(run, {"model": "scripted"}, tmp_path / "out", log_samples=True)
+    results = load_results(files["results"])
+    assert results["results"]["who_plain"]["exact_match,none"] == 1.0
+    assert results["n-samples"]["who_plain"]["scored"] == 4
+    assert len(results["task_hashes"]["who_plain"]) == 64
+    assert {e["doc_id"] for e in results["errors"]["who_plain"]} == {1, 4}
+    lines = files["samples_who_plain"].read_text().splitlines()
+    assert len(lines) == 5 and all("language" in json.loads(x) for x in lines)
+    report = files["report"].read_text()
+    assert "who_plain by language" in report
+
+
+def test_limit_and_gen_kwargs_reach_the_request(task_dir, tmp_path):
+    seen = []
+
+    class Recorder(Scripted):
+        def generate(self, requests, batch_size=1):
+            seen.extend(requests)
+            return super().generate(requests, batch_size)
+
+    evaluate(Recorder(), ["who_plain"], include_path=[task_dir], limit=3, gen_kwargs={"max_new_tokens": 9,
+             "min_new_tokens": 2}, cache_dir=tmp_path / "c", use_cache=False)
+    assert [r.doc_id for r in seen] == [0, 1, 2]
+    assert all(r.gen_kwargs == {"max_new_tokens": 9, "min_new_tokens": 2} for r in seen)
+    assert seen[0].messages[0]["content"][0] == {"type": "audio"}
+
+
+def test_unknown_task_suggests_close_names(task_dir, tmp_path):
+    from lalm_eval.tasks import UnknownTaskError
+
+    with pytest.raises(UnknownTaskError, match="who_plain"):
+        evaluate(Scripted(), ["who_plian"], include_path=[task_dir], cache_dir=tmp_path)
