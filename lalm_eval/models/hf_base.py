@@ -1,0 +1,247 @@
+"""``HFAudioAdapter``: what the Hugging Face audio-LM adapters share, and the generic ``hf-audio``.
+
+One batch = one ``model.generate`` call: each request's messages → chat template (``tokenize=False,
+add_generation_prompt=True``); the texts and *all* audios of the batch, in order (resampled from
+16 kHz to the feature extractor's rate) → ``processor(text=, audio=, sampling_rate=, padding=True)``,
+left-padded; the prompt tokens are cut off the output, decoded with ``skip_special_tokens``. A
+failing batch is retried sample by sample; a sample that still fails gets ``Response(None, error)``.
+Model and processor load lazily (``identity()`` needs neither). Batching, ``batch_size="auto"``
+and gen kwargs (``max_gen_toks``, ``until``): see ``batching.py``.
+
+``hf-audio`` (this class as is) loads ``transformers.<config.architectures[0]>`` + ``AutoProcessor``.
+Limits: the processor must take ``text=, audio=, sampling_rate=`` and have a chat template that
+understands ``{"type": "audio"}`` parts; models with another prompt format, placeholder scheme or
+generate call (multi-stage pipelines, talkers, bespoke remote code) need a subclass; audio longer
+than the feature extractor's window is cut by the processor, as the model's own code would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+
+import numpy as np
+import torch
+import transformers
+from tqdm.auto import tqdm
+
+from lalm_eval.api import AUDIO_SR, Adapter, Request, Response
+from lalm_eval.audio.io import resample
+from lalm_eval.errors import AudioError, ConfigError, LalmEvalError
+from lalm_eval.models.batching import (DTYPES, plan_batches, replan, resolve_batch_size, resolve_device,
+                                       resolve_dtype, split_gen_kwargs, truncate_at)
+
+log = logging.getLogger(__name__)
+#: files whose bytes enter the identity hash (besides the weights), when present
+HASHED_FILES = ("config.json", "generation_config.json", "preprocessor_config.json", "processor_config.json",
+                "chat_template.jinja", "chat_template.json", "tokenizer_config.json", "tokenizer.json",
+                "model.safetensors.index.json", "pytorch_model.bin.index.json")
+
+
+def fingerprint(pretrained: str, samples: int = 8, chunk: int = 1 << 16) -> str:
+    """sha256 of a model's config/processor files and weights, without reading all the weights.
+
+    Folder: the :data:`HASHED_FILES` present, then per ``*.safetensors``/``*.bin`` its name, size,
+    safetensors header (names, dtypes, shapes, offsets) and ``samples`` evenly spaced ``chunk``-byte
+    slices, first and last included: cheap for 15 GB; a full fine-tune changes them, an edit of a
+    few tensors between the slices would not. Hub id: those files of the cached snapshot + its
+    commit id (the folder name), which pins the weights. No mtimes.
+    """
+    folder = Path(pretrained).expanduser()
+    hub = not folder.is_dir()
+    if hub:
+        from huggingface_hub import snapshot_download
+
+        try:  # the small files only; offline, huggingface_hub answers from its cache
+            folder = Path(snapshot_download(pretrained, allow_patterns=list(HASHED_FILES)))
+        except Exception as exc:
+            raise ConfigError(f"model {pretrained!r}: not a folder, not found on the Hub ({exc})") from exc
+    if not (folder / "config.json").is_file():
+        raise ConfigError(f"{folder}: no config.json, not a transformers model folder")
+    h = hashlib.sha256()
+
+    def add(name: str, data: bytes) -> None:
+        h.update(name.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
+
+    for name in HASHED_FILES:
+        if (folder / name).is_file():
+            add(name, (folder / name).read_bytes())
+    if hub:
+        add("commit", folder.name.encode())
+    for path in [] if hub else sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")):
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            data = f.read(int.from_bytes(f.read(8), "little")) if path.suffix == ".safetensors" else b""
+            for k in range(samples):  # from the first byte to the last
+                f.seek(max(0, size - chunk) * k // max(1, samples - 1))
+                data += f.read(chunk)
+        add(path.name, str(size).encode() + data)
+    return h.hexdigest()
+
+
+def _parts(message: dict) -> list:
+    return list(c) if isinstance(c := message.get("content"), (list, tuple)) else []
+
+
+class HFAudioAdapter(Adapter):
+    name = "hf-audio"
+    model_class_name: str | None = None  # transformers class; None → config.architectures[0]
+    #: processor outputs that carry audio features (one must be present when audio is sent)
+    AUDIO_KEYS = ("input_features", "input_values", "audio_values", "audio_input_features")
+    ONE_ROW_PER_AUDIO = False  # check that the features have exactly one row per audio
+    AUDIO_PART_KEY: str | None = "audio"  # key added to {"type": "audio"} parts, for templates testing it
+
+    def __init__(self, pretrained: str, device: str = "auto", dtype: str = "auto",
+                 max_audio_seconds_per_batch: float | str | None = None, trust_remote_code: bool | str = False):
+        super().__init__()
+        if not pretrained:
+            raise ConfigError(f"{self.name}: model argument 'pretrained' (a folder or Hub id) is required")
+        self.pretrained = str(pretrained)
+        self.device = resolve_device(device)
+        self.torch_dtype = resolve_dtype(dtype, self.device)
+        cap = max_audio_seconds_per_batch  # CLI model_args arrive as strings
+        self.max_audio_seconds = None if cap in (None, "", "none", "None") else float(cap)
+        self.trust_remote_code = str(trust_remote_code).lower() in ("1", "true", "yes")
+        self.n_failed = 0  # requests that got Response(None, error)
+        self._model = self._processor = self._identity = None
+
+    def identity(self) -> dict:
+        """Computed once per adapter (it hashes files); loads no weights."""
+        self._identity = self._identity or {
+            "name": self.name, "pretrained": self.pretrained, "config_hash": fingerprint(self.pretrained),
+            "dtype": DTYPES[self.torch_dtype], "transformers": transformers.__version__}
+        return dict(self._identity)
+
+    @property
+    def model(self):
+        self.load()
+        return self._model
+
+    @property
+    def processor(self):
+        if self._processor is None:
+            self._processor = self.load_processor()
+            tok = getattr(self._processor, "tokenizer", self._processor)
+            tok.padding_side = "left"
+            if tok.pad_token is None and tok.eos_token is not None:
+                tok.pad_token = tok.eos_token
+        return self._processor
+
+    tokenizer = property(lambda self: getattr(self.processor, "tokenizer", self.processor))
+    sampling_rate = property(lambda self: int(getattr(getattr(self.processor, "feature_extractor", None),
+                                                      "sampling_rate", None) or AUDIO_SR))
+
+    def resolve_model_class(self):
+        name = self.model_class_name or (getattr(transformers.AutoConfig.from_pretrained(
+            self.pretrained, trust_remote_code=self.trust_remote_code), "architectures", None) or [""])[0]
+        if not getattr(transformers, name, None):
+            raise ConfigError(f"{self.pretrained}/config.json: field 'architectures': {name!r} is not a class "
+                              f"of transformers {transformers.__version__}")
+        return getattr(transformers, name)
+
+    def load_processor(self):
+        return transformers.AutoProcessor.from_pretrained(self.pretrained, trust_remote_code=self.trust_remote_code)
+
+    def load(self) -> None:
+        if self._model is not None:
+            return
+        cls, tok = self.resolve_model_class(), self.tokenizer
+        model = cls.from_pretrained(self.pretrained, dtype=self.torch_dtype, device_map=self.device,
+                                    trust_remote_code=self.trust_remote_code)
+        if model.generation_config.pad_token_id is None:
+            model.generation_config.pad_token_id = tok.pad_token_id
+        self._model = model.eval()
+
+    def convert_messages(self, messages) -> list[dict]:
+        """Our messages → what the chat template expects (audio parts get ``AUDIO_PART_KEY``)."""
+        key, count = self.AUDIO_PART_KEY, iter(range(1, 1 << 30))
+        return [{**m, "content": [{key: f"audio_{next(count)}.wav", **p} if key and p.get("type") == "audio" else p
+                                  for p in m["content"]]} if _parts(m) else m for m in messages]
+
+    def render_prompt(self, request: Request) -> str:
+        return self.processor.apply_chat_template(self.convert_messages(request.messages), tokenize=False,
+                                                  add_generation_prompt=True)
+
+    def prepare_audio(self, audio, request: Request) -> np.ndarray:
+        where = f"task {request.task!r} doc {request.doc_id}"
+        audio = np.asarray(audio, dtype=np.float32)
+        if audio.ndim != 1 or audio.size == 0:
+            raise AudioError(f"{where}: audio must be non-empty mono 1-D, got shape {audio.shape}")
+        if not np.all(np.isfinite(audio)):
+            raise AudioError(f"{where}: audio contains NaN or infinite samples")
+        return resample(audio, AUDIO_SR, self.sampling_rate)
+
+    def build_inputs(self, requests: list[Request]):
+        for r in requests:
+            n_parts = sum(p.get("type") == "audio" for m in r.messages for p in _parts(m))
+            if n_parts != len(r.audios):
+                raise ConfigError(f"task {r.task!r} doc {r.doc_id}: {n_parts} audio parts in the messages, "
+                                  f"{len(r.audios)} audios")
+        texts = [self.render_prompt(r) for r in requests]
+        audios = [self.prepare_audio(a, r) for r in requests for a in r.audios]
+        kwargs = dict(text=texts, return_tensors="pt", padding=True)
+        if audios:
+            kwargs.update(audio=audios, sampling_rate=self.sampling_rate)
+        return self.check_inputs(self.processor(**kwargs), len(audios))
+
+    def check_inputs(self, inputs, n_audios: int):
+        """Fail loudly when audio was sent but no audio features came back (the ``audios=`` trap)."""
+        keys = [k for k in self.AUDIO_KEYS if k in inputs]
+        if n_audios and not keys:
+            raise LalmEvalError(f"{type(self.processor).__name__} returned no audio features "
+                                f"({sorted(inputs)}) for {n_audios} audios: it ignored the audio")
+        if n_audios and self.ONE_ROW_PER_AUDIO and inputs[keys[0]].shape[0] != n_audios:
+            raise LalmEvalError(f"{keys[0]} has {inputs[keys[0]].shape[0]} rows for {n_audios} audios")
+        return inputs
+
+    def generate_batch(self, requests: list[Request]) -> list[str]:
+        """One ``model.generate`` call; all requests share their gen kwargs (``plan_batches``)."""
+        gen_kwargs, stops = split_gen_kwargs(requests[0].gen_kwargs)
+        inputs, model = self.build_inputs(requests), self.model
+        inputs = {k: (v.to(self.device, self.torch_dtype) if v.is_floating_point() else v.to(self.device))
+                  if torch.is_tensor(v) else v for k, v in inputs.items()}
+        with torch.inference_mode():
+            out = model.generate(**inputs, **gen_kwargs)
+        out = getattr(out, "sequences", out)
+        if not getattr(model.config, "is_encoder_decoder", False):
+            out = out[:, inputs["input_ids"].shape[1]:]
+        return [truncate_at(t, stops) for t in self.tokenizer.batch_decode(out, skip_special_tokens=True)]
+
+    def _alone(self, request: Request, exc: Exception | None = None) -> Response:
+        try:
+            if exc is None:
+                return Response(self.generate_batch([request])[0])
+        except Exception as err:  # noqa: BLE001 - recorded per sample, never scored as ""
+            exc = err
+        log.warning("%s: task %r doc %s failed: %r", self.name, request.task, request.doc_id, exc)
+        return Response(None, error=repr(exc))
+
+    def generate(self, requests: list[Request], batch_size: int | str = 1) -> list[Response]:
+        requests = list(requests)
+        max_batch, adaptive = resolve_batch_size(batch_size, self.device.startswith("cuda"))
+        results: list[Response | None] = [None] * len(requests)
+        queue = plan_batches(requests, max_batch, self.max_audio_seconds)
+        with tqdm(total=len(requests), desc=self.name, unit="sample", disable=None) as bar:
+            while queue:
+                batch = queue.pop(0)
+                reqs = [requests[i] for i in batch]
+                try:
+                    done = [Response(t) for t in self.generate_batch(reqs)]
+                except Exception as exc:  # noqa: BLE001 - halved (auto OOM) or retried alone
+                    if adaptive and len(batch) > 1 and isinstance(exc, torch.cuda.OutOfMemoryError):
+                        torch.cuda.empty_cache()
+                        max_batch = max(1, min(max_batch, len(batch)) // 2)
+                        log.warning("%s: CUDA OOM at %d samples; cap now %d", self.name, len(batch), max_batch)
+                        queue = replan(requests, [batch] + queue, max_batch, self.max_audio_seconds)
+                        continue
+                    if len(batch) > 1:
+                        log.warning("%s: batch of %d failed (%r); one by one", self.name, len(batch), exc)
+                    done = [self._alone(r, None if len(batch) > 1 else exc) for r in reqs]
+                for i, resp in zip(batch, done):
+                    results[i] = resp
+                ok = sum(r.text is not None for r in done)
+                self.n_generated += ok
+                self.n_failed += len(done) - ok
+                bar.update(len(batch))
+        return results

@@ -1,0 +1,111 @@
+"""Qwen2.5-Omni and Qwen3-Omni, thinker only (text out; the talker and token2wav are never loaded).
+
+``Qwen2_5OmniThinkerForConditionalGeneration.from_pretrained`` reads the full Omni checkpoint too
+(transformers maps ``thinker.*`` weights and the ``thinker_config`` sub-config). Inputs come from
+``AutoProcessor`` when it loads. ``Qwen2_5OmniProcessor`` also needs an image and a video
+processor, and video processors need torchvision, which does not work beside the CPU torch; then
+:class:`ManualOmniProcessor` builds the same inputs from the tokenizer and the feature extractor
+alone, as the processor does for text + audio: Whisper features with their attention mask
+(``feature_attention_mask``), and each ``<|AUDIO|>`` of the rendered chat template expanded to
+as many tokens as the audio encoder will output for that audio (batch order). A test checks that
+both paths give identical tensors.
+
+Audio parts get an ``audio`` key: the Omni chat templates accept ``{"type": "audio"}``, but also
+test ``'audio' in content``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import transformers
+from transformers.feature_extraction_utils import BatchFeature
+from transformers.utils import cached_file
+
+from lalm_eval.errors import ConfigError
+from lalm_eval.models.hf_base import HFAudioAdapter
+
+
+class ManualOmniProcessor:
+    """Text + audio inputs of an Omni thinker without ``Qwen*OmniProcessor`` (no torchvision)."""
+
+    def __init__(self, tokenizer, feature_extractor, chat_template: str | None, output_lengths,
+                 feature_kwargs: dict):
+        self.tokenizer, self.feature_extractor = tokenizer, feature_extractor
+        self.chat_template, self.output_lengths, self.feature_kwargs = chat_template, output_lengths, feature_kwargs
+        self.audio_token = getattr(tokenizer, "audio_token", None) or "<|AUDIO|>"
+
+    def apply_chat_template(self, conversation, **kwargs):
+        return self.tokenizer.apply_chat_template(conversation, chat_template=self.chat_template, **kwargs)
+
+    def __call__(self, text, audio=None, sampling_rate=None, return_tensors="pt", padding=True):
+        text, audio, data = list(text), list(audio or []), {}
+        placeholders = sum(t.count(self.audio_token) for t in text)
+        if placeholders != len(audio):
+            raise ValueError(f"{placeholders} {self.audio_token} placeholders in the prompts, {len(audio)} audios")
+        if audio:
+            feats = self.feature_extractor(audio, sampling_rate=sampling_rate, return_attention_mask=True,
+                                           return_tensors="pt", **self.feature_kwargs)
+            mask = feats["attention_mask"]
+            counts = iter(self.output_lengths(mask.sum(-1)).tolist())
+            text = ["".join(piece if j == 0 else self.audio_token * next(counts) + piece
+                            for j, piece in enumerate(t.split(self.audio_token))) for t in text]
+            data = {"input_features": feats["input_features"], "feature_attention_mask": mask}
+        enc = self.tokenizer(text, return_tensors=return_tensors, padding=padding)
+        return BatchFeature({**enc, **data}, tensor_type=return_tensors)
+
+
+def _chat_template(pretrained: str, tokenizer) -> str:
+    """The tokenizer's chat template, else the processor's (``chat_template.jinja`` / ``.json``)."""
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.chat_template
+    for name in ("chat_template.jinja", "chat_template.json"):
+        path = cached_file(pretrained, name, _raise_exceptions_for_missing_entries=False)
+        if path:
+            with open(path, encoding="utf-8") as f:
+                return f.read() if name.endswith(".jinja") else json.load(f)["chat_template"]
+    raise ConfigError(f"{pretrained}: no chat template (tokenizer, chat_template.jinja or chat_template.json)")
+
+
+class Qwen25OmniThinkerAdapter(HFAudioAdapter):
+    name = "qwen2_5_omni"
+    model_class_name = "Qwen2_5OmniThinkerForConditionalGeneration"
+    AUDIO_KEYS = ("input_features",)
+    ONE_ROW_PER_AUDIO = True
+    AUDIO_PART_KEY = "audio"
+    #: what ``Qwen2_5OmniProcessor._process_audio`` passes to the feature extractor
+    FEATURE_KWARGS = {"padding": "max_length"}
+
+    @staticmethod
+    def output_lengths(feature_lengths):
+        from transformers.models.qwen2_5_omni.processing_qwen2_5_omni import _get_feat_extract_output_lengths
+
+        return _get_feat_extract_output_lengths(feature_lengths)
+
+    def load_processor(self):
+        try:  # AutoProcessor falls back to the bare tokenizer when no processor is saved: not enough
+            processor = super().load_processor()
+        except Exception:  # noqa: BLE001 - no torchvision (video processor) or no image processor saved
+            processor = None
+        return processor if hasattr(processor, "feature_extractor") else self.manual_processor()
+
+    def manual_processor(self) -> ManualOmniProcessor:
+        kw = dict(trust_remote_code=self.trust_remote_code)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(self.pretrained, **kw)
+        fe = transformers.AutoFeatureExtractor.from_pretrained(self.pretrained, **kw)
+        return ManualOmniProcessor(tokenizer, fe, _chat_template(self.pretrained, tokenizer), self.output_lengths,
+                                   dict(self.FEATURE_KWARGS))
+
+
+class Qwen3OmniThinkerAdapter(Qwen25OmniThinkerAdapter):
+    name = "qwen3_omni"
+    model_class_name = "Qwen3OmniMoeThinkerForConditionalGeneration"
+    #: what ``Qwen3OmniMoeProcessor`` passes to the feature extractor (no 30 s cut)
+    FEATURE_KWARGS = {"padding": True, "truncation": False}
+    N_WINDOW = 50  # Qwen3OmniMoeProcessor.n_window
+
+    @classmethod
+    def output_lengths(cls, feature_lengths):
+        from transformers.models.qwen3_omni_moe.processing_qwen3_omni_moe import _get_feat_extract_output_lengths
+
+        return _get_feat_extract_output_lengths(feature_lengths, n_window=cls.N_WINDOW)
