@@ -1,0 +1,187 @@
+"""Hooks of the MSU-Bench tasks (loaded by path by the task system, never imported as a package).
+
+- ``docs_<task id>(dataset)``: the rows of one MSU task (``task_id`` column). The task system
+  calls ``process_docs(dataset)`` with the dataset only, so there is one such function per task
+  id, made below by a loop (``TASK_IDS`` must match ``msu_bench/taxonomy.yaml``; a test checks).
+- ``prepare_dataset``: builds the embedded conversations' ``small`` preset once when no
+  ``msu-bench/`` folder is at hand.
+
+This file is the only place where the harness's side reaches the ``msu_bench`` builder: the
+``lalm_eval`` package never imports it (docs/ARCHITECTURE.md, "The dependency rule"), and even
+here the import happens only when a build is needed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Callable
+
+log = logging.getLogger(__name__)
+
+DATASET_NAME = "msu-bench"  # the tasks' dataset_path, and msu_bench.export.DEFAULT_OUT
+PRESET = "small"
+BUILT_FOLDER = f"{DATASET_NAME}-{PRESET}"  # under <cache_dir>/datasets/
+LOCK_POLL_S = 1.0
+
+# MSU-Bench's 25 task ids (msu_bench/taxonomy.yaml), in taxonomy order; task msu_<id> keeps <id>'s rows.
+TASK_IDS = (
+    "t1_sr_speaker_recognition",
+    "t1_sr_speaker_counting",
+    "t1_sr_silence_overlap_detection",
+    "t1_sac_accent_dialect_recognition",
+    "t1_sac_language_recognition",
+    "t1_sac_gender_recognition",
+    "t1_sac_age_recognition",
+    "t1_spa_voice_quality_analysis",
+    "t1_spa_speech_flow_analysis",
+    "t1_spa_emotion_recognition",
+    "t2_sda_emotion_evolution",
+    "t2_sda_voice_quality_evolution",
+    "t2_sda_opinion_change_recognition",
+    "t2_scii_language_accent_cultural_reasoning",
+    "t2_scii_expression_preference_recognition",
+    "t2_scii_geographical_location_estimation",
+    "t3_mssi_dialogue_background_reasoning",
+    "t3_mssi_dialogue_result_reasoning",
+    "t3_msri_speaker_role_recognition",
+    "t3_msri_social_role_recognition",
+    "t4_mst_dialogue_transcription",
+    "t4_msia_paralinguistic_interaction_analysis",
+    "t4_msia_social_interaction_analysis",
+    "t4_mscr_causal_attribution",
+    "t4_mscr_motivation_reasoning",
+)
+
+
+def _rows_of(task_id: str) -> Callable:
+    def process_docs(dataset):
+        # a datasets.Dataset (what the evaluator passes) or a list of dicts
+        if isinstance(dataset, list):
+            return [doc for doc in dataset if doc["task_id"] == task_id]
+        if "task_id" not in (dataset.column_names or []):
+            from lalm_eval.errors import DataError
+
+            raise DataError(DATASET_NAME, f"no 'task_id' column (columns: {dataset.column_names}); the MSU tasks "
+                            "read the tier configs or 'all', not 'mcq'", field="task_id")
+        # read the one column, not the rows: no audio is touched
+        keep = [i for i, value in enumerate(dataset["task_id"]) if value == task_id]
+        return dataset.select(keep)
+
+    process_docs.__name__ = process_docs.__qualname__ = f"docs_{task_id}"
+    process_docs.__doc__ = f"The rows of MSU task {task_id!r}."
+    return process_docs
+
+
+for _task_id in TASK_IDS:
+    globals()[f"docs_{_task_id}"] = _rows_of(_task_id)
+del _task_id
+
+
+def prepare_dataset(dataset_path: str, dataset_name: str | None, cache_dir: str | Path | None) -> str:
+    """What ``datasets.load_dataset`` should open for ``dataset_path``.
+
+    - an existing local folder (e.g. ``msu-bench/`` written by ``msu-bench build``): unchanged;
+    - a Hub id (contains ``/``) or any name other than ``msu-bench``: unchanged;
+    - the bare name ``msu-bench`` with no such folder in the current directory: the embedded
+      conversations' ``small`` preset, built once into ``<cache_dir>/datasets/msu-bench-small``
+      and reused while its ``build_info.json`` records the same config. ``dataset_name`` (the
+      config, ``all``) needs nothing: a build writes every tier and the ``all`` union.
+    """
+    path = str(dataset_path)
+    if path != DATASET_NAME or Path(path).is_dir():
+        return path
+    if cache_dir is None:
+        from lalm_eval.errors import ConfigError
+
+        raise ConfigError(f"dataset_path {path!r}: no folder {path!r} in {Path.cwd()} and no cache dir to build "
+                          f"the {PRESET!r} preset into; run `msu-bench build` here or pass a cache dir")
+    from msu_bench.plan import load_preset
+
+    cfg = load_preset(PRESET)
+    out = Path(cache_dir) / "datasets" / BUILT_FOLDER
+    return str(build_once(out, _jsonable(cfg.to_dict()), lambda folder: _run_build(folder, cfg)))
+
+
+def _run_build(out: Path, cfg) -> None:
+    from msu_bench.export import build
+
+    log.warning("building MSU-Bench (%s preset, embedded conversations) into %s; this happens once", PRESET, out)
+    build(out, cfg)
+
+
+def build_once(out: Path, config: dict, run_build: Callable[[Path], None]) -> Path:
+    """``out`` when its ``build_info.json`` records ``config``; otherwise build it (into a
+    temporary sibling, renamed into place when complete) under a lock, so that concurrent runs
+    (data-parallel ranks, two evaluations) build once and never read a half-written folder."""
+    if _is_built(out, config):
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with _file_lock(out.with_name(out.name + ".lock")):
+        if _is_built(out, config):  # another process built it while we waited
+            return out
+        tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            run_build(tmp)
+            if not _is_built(tmp, config):
+                from lalm_eval.errors import DataError
+
+                raise DataError(tmp / "build_info.json", "the build finished without recording the requested "
+                                "config", field="config")
+            if out.exists():  # a stale build (other config, or interrupted before build_info.json)
+                log.warning("replacing %s: it was built with another config", out)
+                shutil.rmtree(out)
+            os.replace(tmp, out)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def _is_built(folder: Path, config: dict) -> bool:
+    info = folder / "build_info.json"
+    if not info.is_file():
+        return False
+    try:
+        recorded = json.loads(info.read_text(encoding="utf-8")).get("config")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return recorded == config
+
+
+def _jsonable(value):
+    """``value`` as it reads back from JSON (tuples → lists, int keys → str keys)."""
+    return json.loads(json.dumps(value, ensure_ascii=False))
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path):
+    """An exclusive lock on ``path``: ``flock`` where there is one, else an O_EXCL lock file."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        fcntl = None
+    if fcntl is not None:
+        with open(path, "a+") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+        return
+    while True:
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            break
+        except FileExistsError:
+            time.sleep(LOCK_POLL_S)
+    try:
+        yield
+    finally:
+        os.close(fd)
+        os.unlink(path)
