@@ -10,6 +10,19 @@ from lalm_eval.report.results import metric_key, task_entry, timestamp, write_re
 from lalm_eval.report.tables import _markdown, breakdown
 
 
+def _plain(value):
+    """A task config as JSON: ``!function`` references written as in the YAML."""
+    from lalm_eval.tasks.loader import FunctionRef
+
+    if isinstance(value, FunctionRef):
+        return f"!function {value.spec}"
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
 def results_document(run: dict, config: dict) -> dict:
     results, configs, versions, n_samples, hib, hashes, errors = {}, {}, {}, {}, {}, {}, {}
     for task in run["tasks"]:
@@ -17,7 +30,7 @@ def results_document(run: dict, config: dict) -> dict:
         metrics = {k: v for k, v in r["summary"].items() if not k.endswith("_stderr")}
         stderrs = {k[: -len("_stderr")]: v for k, v in r["summary"].items() if k.endswith("_stderr")}
         results[task.name] = task_entry(task.alias, metrics, stderrs)
-        configs[task.name] = task.config.to_dict()
+        configs[task.name] = _plain(task.config.to_dict())
         versions[task.name] = task.version
         n_samples[task.name] = {"original": r["n"]["original"], "effective": r["n"]["effective"],
                                 "scored": r["n"]["scored"]}
@@ -65,6 +78,56 @@ def markdown_report(run: dict, model_name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def tagged_rows(run: dict, model_name: str) -> list[dict]:
+    """Scored sample rows of every task, tagged with model, strategy and task name."""
+    rows = []
+    for task in run["tasks"]:
+        strategy = (task.config.metadata or {}).get("strategy", "base")
+        for r in run["_samples"][task.name]:
+            if "metrics" in r:
+                rows.append({**r, "model": model_name, "strategy": strategy, "task_name": task.name,
+                             "task_id": r.get("task_id", task.name)})
+    return rows
+
+
+def paper_tables(rows: list[dict], metrics: list[str]) -> str:
+    """The PALM (speaker count × task) and MSU (tier × capability) tables, where rows fit them."""
+    from lalm_eval.report.tables import msu_language_table, msu_table, palm_stratum_table, palm_table
+
+    parts = []
+    palm = [r for r in rows if "n_speakers" in r and r.get("task") in ("recognition", "captioning")]
+    if palm:
+        by_key: dict = {}
+        for r in palm:
+            by_key.setdefault((r["model"], r["strategy"]), []).append(r)
+        parts += ["## PALM-Bench (speakers × task)", "", palm_table(by_key, metrics=metrics), "",
+                  "### By negative stratum", "", palm_stratum_table(by_key, metrics=metrics)]
+    msu = [r for r in rows if "tier" in r and "capability" in r]
+    if msu:
+        for m in metrics:
+            msu_rows = [{**r, m: r["metrics"].get(m)} for r in msu]
+            parts += ["", f"## MSU-Bench ({m}; tier averages over all cases)", "", msu_table(msu_rows, metric=m),
+                      "", msu_language_table(msu_rows, metric=m)]
+    return "\n".join(parts)
+
+
+def write_plots(rows: list[dict], metric: str, out: Path, stamp: str) -> list[Path]:
+    from lalm_eval.errors import DataError
+    from lalm_eval.report import plots
+
+    files = []
+    flat = [{**r, metric: r["metrics"].get(metric)} for r in rows]
+    palm = [r for r in flat if "n_speakers" in r and r.get("task") in ("recognition", "captioning")]
+    msu = [r for r in flat if "tier" in r]
+    for fn, subset, name in ((plots.speaker_count_plot, palm, "speakers"), (plots.task_bar_plot, msu, "tasks")):
+        if subset:
+            try:
+                files.append(fn(subset, metric, out / f"plot_{name}_{metric}_{stamp}.png"))
+            except DataError as exc:  # no value to plot: say so instead of an empty picture
+                print(f"no {name} plot: {exc}")
+    return files
+
+
 def write_outputs(run: dict, config: dict, output_path: str | Path, log_samples: bool) -> dict[str, Path]:
     out = Path(output_path)
     stamp = timestamp()
@@ -72,7 +135,12 @@ def write_outputs(run: dict, config: dict, output_path: str | Path, log_samples:
     if log_samples:
         for name, rows in run["_samples"].items():
             files[f"samples_{name}"] = write_samples(out, name, rows, stamp=stamp)
+    model = str(config.get("model"))
+    rows = tagged_rows(run, model)
+    metrics = sorted({m for r in rows for m in r["metrics"]})
     report = out / f"report_{stamp}.md"
-    report.write_text(markdown_report(run, str(config.get("model"))), encoding="utf-8")
+    report.write_text(markdown_report(run, model) + "\n" + paper_tables(rows, metrics) + "\n", encoding="utf-8")
     files["report"] = report
+    for i, path in enumerate(p for m in metrics[:1] for p in write_plots(rows, m, out, stamp)):
+        files[f"plot_{i}"] = path
     return files
