@@ -23,7 +23,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import transformers
 from tqdm.auto import tqdm
 
 from lalm_eval.api import AUDIO_SR, Adapter, Request, Response
@@ -84,6 +83,13 @@ def _parts(message: dict) -> list:
     return list(c) if isinstance(c := message.get("content"), (list, tuple)) else []
 
 
+def _transformers_version() -> str:
+    """The installed version without importing transformers (seconds of start-up on a cache hit)."""
+    from importlib.metadata import version
+
+    return version("transformers")
+
+
 class HFAudioAdapter(Adapter):
     name = "hf-audio"
     model_class_name: str | None = None  # transformers class; None → config.architectures[0]
@@ -110,7 +116,7 @@ class HFAudioAdapter(Adapter):
         """Computed once per adapter (it hashes files); loads no weights."""
         self._identity = self._identity or {
             "name": self.name, "pretrained": self.pretrained, "config_hash": fingerprint(self.pretrained),
-            "dtype": DTYPES[self.torch_dtype], "transformers": transformers.__version__}
+            "dtype": DTYPES[self.torch_dtype], "transformers": _transformers_version()}
         return dict(self._identity)
 
     @property
@@ -133,6 +139,8 @@ class HFAudioAdapter(Adapter):
                                                       "sampling_rate", None) or AUDIO_SR))
 
     def resolve_model_class(self):
+        import transformers
+
         name = self.model_class_name or (getattr(transformers.AutoConfig.from_pretrained(
             self.pretrained, trust_remote_code=self.trust_remote_code), "architectures", None) or [""])[0]
         if not getattr(transformers, name, None):
@@ -141,6 +149,8 @@ class HFAudioAdapter(Adapter):
         return getattr(transformers, name)
 
     def load_processor(self):
+        import transformers
+
         return transformers.AutoProcessor.from_pretrained(self.pretrained, trust_remote_code=self.trust_remote_code)
 
     def load(self) -> None:
