@@ -60,9 +60,12 @@ def run_eval(args) -> int:
 
     random.seed(args.seed)
     np.random.seed(args.seed)
+    from lalm_eval.parallel import is_main_process, local_device
+
     model_args = _model_args(args.model_args)
-    if args.device:
-        model_args["device"] = args.device
+    device = local_device(args.device or model_args.get("device"))
+    if device:
+        model_args["device"] = device
     adapter = MODELS.get(args.model)(**model_args)
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     run = evaluate(adapter, tasks, include_path=args.include_path, batch_size=args.batch_size, limit=args.limit,
@@ -72,6 +75,8 @@ def run_eval(args) -> int:
               "device": args.device, "seed": args.seed, "limit": args.limit, "gen_kwargs": args.gen_kwargs}
     from lalm_eval.report.assemble import markdown_report
 
+    if not is_main_process():  # every process holds all responses; one writes and prints
+        return 0
     print(markdown_report(run, args.model))
     print(f"cache: {run['cache']['hits']} hits, {run['cache']['misses']} misses; "
           f"model calls: {run['n_generated']}; {run['seconds']:.1f} s")

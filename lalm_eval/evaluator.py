@@ -21,6 +21,7 @@ from lalm_eval.audio.io import read_audio
 from lalm_eval.cache import CachedAdapter, ResponseCache, request_key
 from lalm_eval.errors import AudioError, ConfigError
 from lalm_eval.metrics.text import METRICS
+from lalm_eval.parallel import generate_sharded
 from lalm_eval.tasks import Task, TaskManager
 
 log = logging.getLogger(__name__)
@@ -152,7 +153,7 @@ def evaluate(adapter, task_names: list[str], *, include_path=None, batch_size="1
         model = CachedAdapter(adapter, ResponseCache(Path(cache_dir) / "responses.sqlite"),
                               chunk_size=max(64, 8 * int(batch_size) if str(batch_size).isdigit() else 64))
     all_requests = [r for run in runs for r in run.requests]
-    responses = model.generate(all_requests, batch_size) if all_requests else []
+    responses = generate_sharded(model, all_requests, batch_size)
     results, samples, offset = {}, {}, 0
     for run in tqdm(runs, desc="scoring"):
         part = responses[offset:offset + len(run.requests)]

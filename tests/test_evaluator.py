@@ -157,3 +157,35 @@ def test_unknown_task_suggests_close_names(task_dir, tmp_path):
 
     with pytest.raises(UnknownTaskError, match="who_plain"):
         evaluate(Scripted(), ["who_plian"], include_path=[task_dir], cache_dir=tmp_path)
+
+
+def test_two_process_data_parallel_matches_one_process(task_dir, tmp_path):
+    """torchrun with 2 CPU processes (the same launcher protocol as `accelerate launch
+    --multi_gpu`): each rank generates half, rank 0 writes results equal to a 1-process run."""
+    import glob
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("torchrun") is None:
+        pytest.skip("torchrun not installed")
+    tiny = tmp_path / "tiny"
+    subprocess.run([sys.executable, "-m", "lalm_eval.cli", "make-tiny-model", "qwen2_audio", str(tiny)],
+                   check=True, capture_output=True)
+    common = ["--model", "qwen2_audio", "--model_args", f"pretrained={tiny}", "--tasks", "who_plain",
+              "--include_path", str(task_dir), "--batch_size", "2", "--no_cache", "--log_samples",
+              "--gen_kwargs", "max_new_tokens=6"]
+    subprocess.run([sys.executable, "-m", "lalm_eval.cli", *common, "--output_path", str(tmp_path / "one"),
+                    "--cache_dir", str(tmp_path / "c1")], check=True, capture_output=True)
+    dp = subprocess.run(["torchrun", "--nproc_per_node", "2", "--master_port", "29517", "-m", "lalm_eval.cli", *common,
+                         "--output_path", str(tmp_path / "two"), "--cache_dir", str(tmp_path / "c2")],
+                        capture_output=True, text=True)
+    assert dp.returncode == 0, dp.stderr[-2000:]
+    assert len(glob.glob(str(tmp_path / "two" / "results_*.json"))) == 1  # only rank 0 writes
+    assert "model calls: 3" in dp.stdout  # rank 0 generated its half of the 5 decodable docs
+
+    def responses(folder):
+        (path,) = glob.glob(str(tmp_path / folder / "samples_who_plain_*.jsonl"))
+        return [(json.loads(x)["doc_id"], json.loads(x)["response"]) for x in open(path)]
+
+    assert responses("two") == responses("one")
