@@ -13,21 +13,17 @@ here the import happens only when a build is needed.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
-import os
-import shutil
-import time
 from pathlib import Path
 from typing import Callable
+
+from lalm_eval.hub.build_once import build_once, jsonable
 
 log = logging.getLogger(__name__)
 
 DATASET_NAME = "msu-bench"  # the tasks' dataset_path, and msu_bench.export.DEFAULT_OUT
 PRESET = "small"
 BUILT_FOLDER = f"{DATASET_NAME}-{PRESET}"  # under <cache_dir>/datasets/
-LOCK_POLL_S = 1.0
 
 # MSU-Bench's 25 task ids (msu_bench/taxonomy.yaml), in taxonomy order; task msu_<id> keeps <id>'s rows.
 TASK_IDS = (
@@ -105,7 +101,7 @@ def prepare_dataset(dataset_path: str, dataset_name: str | None, cache_dir: str 
 
     cfg = load_preset(PRESET)
     out = Path(cache_dir) / "datasets" / BUILT_FOLDER
-    return str(build_once(out, _jsonable(cfg.to_dict()), lambda folder: _run_build(folder, cfg)))
+    return str(build_once(out, jsonable(cfg.to_dict()), lambda folder: _run_build(folder, cfg)))
 
 
 def _run_build(out: Path, cfg) -> None:
@@ -113,75 +109,3 @@ def _run_build(out: Path, cfg) -> None:
 
     log.warning("building MSU-Bench (%s preset, embedded conversations) into %s; this happens once", PRESET, out)
     build(out, cfg)
-
-
-def build_once(out: Path, config: dict, run_build: Callable[[Path], None]) -> Path:
-    """``out`` when its ``build_info.json`` records ``config``; otherwise build it (into a
-    temporary sibling, renamed into place when complete) under a lock, so that concurrent runs
-    (data-parallel ranks, two evaluations) build once and never read a half-written folder."""
-    if _is_built(out, config):
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with _file_lock(out.with_name(out.name + ".lock")):
-        if _is_built(out, config):  # another process built it while we waited
-            return out
-        tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        try:
-            run_build(tmp)
-            if not _is_built(tmp, config):
-                from lalm_eval.errors import DataError
-
-                raise DataError(tmp / "build_info.json", "the build finished without recording the requested "
-                                "config", field="config")
-            if out.exists():  # a stale build (other config, or interrupted before build_info.json)
-                log.warning("replacing %s: it was built with another config", out)
-                shutil.rmtree(out)
-            os.replace(tmp, out)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return out
-
-
-def _is_built(folder: Path, config: dict) -> bool:
-    info = folder / "build_info.json"
-    if not info.is_file():
-        return False
-    try:
-        recorded = json.loads(info.read_text(encoding="utf-8")).get("config")
-    except (OSError, ValueError, AttributeError):
-        return False
-    return recorded == config
-
-
-def _jsonable(value):
-    """``value`` as it reads back from JSON (tuples → lists, int keys → str keys)."""
-    return json.loads(json.dumps(value, ensure_ascii=False))
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path):
-    """An exclusive lock on ``path``: ``flock`` where there is one, else an O_EXCL lock file."""
-    try:
-        import fcntl
-    except ImportError:  # not POSIX
-        fcntl = None
-    if fcntl is not None:
-        with open(path, "a+") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
-        return
-    while True:
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            break
-        except FileExistsError:
-            time.sleep(LOCK_POLL_S)
-    try:
-        yield
-    finally:
-        os.close(fd)
-        os.unlink(path)
