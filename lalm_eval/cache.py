@@ -57,20 +57,27 @@ def canonical_json(value) -> str:
 
 
 def request_key(model_identity: dict, task_hash: str, doc_id, audios: Sequence[np.ndarray],
-                messages, gen_kwargs: dict) -> str:
+                messages, gen_kwargs: dict, audio_ids: Sequence[str] | None = None) -> str:
     """SHA-256 hex digest of the model identity, task hash, doc id, audio hashes, messages and
     generation kwargs. Audio enters through :func:`~lalm_eval.audio.io.audio_hash` of the decoded
-    16 kHz samples, so different clips under the same prompt never share a key."""
+    16 kHz samples, so different clips under the same prompt never share a key — or, when the
+    caller gives ``audio_ids`` (content hashes of the encoded bytes, see :func:`encoded_audio_id`),
+    through those, so a cached request is found without decoding its audio."""
     payload = {
         "v": KEY_VERSION,
         "model": model_identity,
         "task_hash": task_hash,
         "doc_id": doc_id,
-        "audio": [audio_hash(a, AUDIO_SR) for a in audios],
+        "audio": list(audio_ids) if audio_ids is not None else [audio_hash(a, AUDIO_SR) for a in audios],
         "messages": list(messages),
         "gen_kwargs": gen_kwargs,
     }
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+
+def encoded_audio_id(data: bytes) -> str:
+    """Content hash of encoded audio bytes (a different namespace from decoded-sample hashes)."""
+    return "bytes-sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def key_of(request: Request, model_identity: dict, task_hash: str | None = None) -> str:

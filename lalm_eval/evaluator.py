@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 
 from lalm_eval.api import Request, Response
 from lalm_eval.audio.io import read_audio
-from lalm_eval.cache import CachedAdapter, ResponseCache, request_key
+from lalm_eval.cache import CachedAdapter, ResponseCache, encoded_audio_id, request_key
 from lalm_eval.errors import AudioError, ConfigError
 from lalm_eval.metrics.text import METRICS
 from lalm_eval.parallel import generate_sharded
@@ -71,18 +71,40 @@ def load_docs(task: Task, cache_dir: Path, limit: int | None) -> tuple[list[dict
     return [dict(row) for row in ds], n
 
 
-def build_requests(task: Task, docs: list[dict], identity: dict, gen_kwargs: dict) -> TaskRun:
-    requests, doc_ids, errors = [], [], []
+def _audio_id(value) -> str | None:
+    """Content id of a doc's audio without decoding it, when the doc holds encoded bytes."""
+    if isinstance(value, dict) and isinstance(value.get("bytes"), (bytes, bytearray)):
+        return encoded_audio_id(bytes(value["bytes"]))
+    return None
+
+
+def build_requests(task: Task, docs: list[dict], identity: dict, gen_kwargs: dict,
+                   cache: ResponseCache | None = None) -> TaskRun:
+    """One request per doc. Audio is decoded only for docs the cache cannot answer: a cached
+    doc's key comes from the hash of its encoded audio bytes, and its request carries no audio."""
     kwargs = {**task.gen_kwargs, **gen_kwargs}
+    pending = []
     for doc_id, doc in enumerate(tqdm(docs, desc=f"{task.name}: requests", leave=False)):
+        raw = task.audio_of(doc)
+        ids = [_audio_id(a) for a in raw]
+        messages = tuple(task.messages(doc))
+        key = (request_key(identity, task.task_hash, doc_id, (), list(messages), kwargs, audio_ids=ids)
+               if all(ids) else None)
+        pending.append((doc_id, raw, messages, key))
+    cached = cache.get_many(k for *_, k in pending if k) if cache is not None else {}
+    requests, doc_ids, errors = [], [], []
+    for doc_id, raw, messages, key in pending:
+        if key in cached:
+            requests.append(Request(task.name, doc_id, (), messages, kwargs, key))
+            doc_ids.append(doc_id)
+            continue
         try:
-            audios = tuple(decode_audio(a) for a in task.audio_of(doc))
+            audios = tuple(decode_audio(a) for a in raw)
         except AudioError as exc:
             log.warning("%s doc %d: audio cannot be decoded (%s); excluded", task.name, doc_id, exc)
             errors.append({"doc_id": doc_id, "error": f"audio: {exc}"})
             continue
-        messages = tuple(task.messages(doc))
-        key = request_key(identity, task.task_hash, doc_id, audios, list(messages), kwargs)
+        key = key or request_key(identity, task.task_hash, doc_id, audios, list(messages), kwargs)
         requests.append(Request(task.name, doc_id, audios, messages, kwargs, key))
         doc_ids.append(doc_id)
     return TaskRun(task, docs, requests, doc_ids, errors, len(docs))
@@ -142,15 +164,16 @@ def evaluate(adapter, task_names: list[str], *, include_path=None, batch_size="1
     names = manager.resolve(task_names)
     tasks = [manager.load_task(n) for n in names]
     identity = adapter.identity()
+    cache = ResponseCache(Path(cache_dir) / "responses.sqlite") if use_cache else None
     runs = []
     for task in tqdm(tasks, desc="loading tasks"):
         docs, n_original = load_docs(task, cache_dir, limit)
-        run = build_requests(task, docs, identity, gen_kwargs or {})
+        run = build_requests(task, docs, identity, gen_kwargs or {}, cache)
         run.n_original = n_original
         runs.append(run)
     model = adapter
-    if use_cache:
-        model = CachedAdapter(adapter, ResponseCache(Path(cache_dir) / "responses.sqlite"),
+    if cache is not None:
+        model = CachedAdapter(adapter, cache,
                               chunk_size=max(64, 8 * int(batch_size) if str(batch_size).isdigit() else 64))
     all_requests = [r for run in runs for r in run.requests]
     responses = generate_sharded(model, all_requests, batch_size)
