@@ -188,7 +188,8 @@ def evaluate(adapter, task_names: list[str], *, include_path=None, batch_size="1
         samples[run.task.name] = rows
     groups = aggregate_groups(manager, task_names, results, tasks)
     return {"tasks": tasks, "results": results, "groups": groups, "_samples": samples,
-            "cache": {"hits": getattr(model, "hits", 0), "misses": getattr(model, "misses", len(all_requests))},
+            # counted from the responses, so that data-parallel runs report every rank's hits
+            "cache": {"hits": sum(r.cached for r in responses), "misses": sum(not r.cached for r in responses)},
             "n_generated": adapter.n_generated, "seconds": time.perf_counter() - t0}
 
 

@@ -183,6 +183,7 @@ def test_two_process_data_parallel_matches_one_process(task_dir, tmp_path):
     assert dp.returncode == 0, dp.stderr[-2000:]
     assert len(glob.glob(str(tmp_path / "two" / "results_*.json"))) == 1  # only rank 0 writes
     assert "model calls: 3" in dp.stdout  # rank 0 generated its half of the 5 decodable docs
+    assert "cache: 0 hits, 5 misses" in dp.stdout  # counts cover both ranks
 
     def responses(folder):
         (path,) = glob.glob(str(tmp_path / folder / "samples_who_plain_*.jsonl"))
