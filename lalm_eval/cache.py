@@ -29,29 +29,18 @@ import numpy as np
 from lalm_eval.api import AUDIO_SR, Adapter, Request, Response
 from lalm_eval.audio.io import audio_hash
 from lalm_eval.errors import ConfigError, LalmEvalError
+from lalm_eval.jsonl import json_default
 
 KEY_VERSION = 1  # bump when the key's recipe changes, so old entries are never served
 BUSY_TIMEOUT_S = 120.0  # how long a writer waits for another process's lock
 _SQL_VARS = 500  # keys per SELECT ... IN (...), well below SQLite's variable limit
 
 
-def _jsonable(value):
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, (set, frozenset)):
-        return sorted(value, key=repr)
-    if isinstance(value, Path):
-        return value.as_posix()
-    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
-
-
 def canonical_json(value) -> str:
     """JSON with sorted keys and no whitespace: the same value gives the same bytes everywhere."""
     try:
         return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                          allow_nan=False, default=_jsonable)
+                          allow_nan=False, default=json_default)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"cache key: cannot serialise {value!r:.200} ({exc})") from None
 

@@ -1,12 +1,31 @@
-"""Reading JSON-lines manifests with errors that name the file and line."""
+"""JSON helpers: reading JSON-lines manifests with errors that name the file and line, and the
+``default=`` hook that writes numpy values, sets, paths and dates."""
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 from pathlib import Path
 from typing import Iterator
 
+import numpy as np
+
 from lalm_eval.errors import DataError
+
+
+def json_default(value):
+    """``json.dumps(default=...)``: numpy scalars/arrays, sets (sorted), paths, dates."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    if isinstance(value, Path):
+        return value.as_posix()
+    if isinstance(value, (_dt.datetime, _dt.date)):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
 
 
 def iter_jsonl(path: Path, required: tuple[str, ...] = ()) -> Iterator[tuple[int, dict]]:

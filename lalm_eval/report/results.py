@@ -24,6 +24,7 @@ import numpy as np
 
 from lalm_eval import __version__
 from lalm_eval.errors import DataError
+from lalm_eval.jsonl import json_default
 
 NO_FILTER = "none"
 CONFIG_KEYS = ("model", "model_args", "batch_size", "device", "seed", "limit", "gen_kwargs")
@@ -62,20 +63,6 @@ def task_entry(alias: str, metrics: Mapping[str, float | None],
     return entry
 
 
-def _jsonable(value):
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, (set, frozenset)):
-        return sorted(value, key=repr)
-    if isinstance(value, Path):
-        return value.as_posix()
-    if isinstance(value, (_dt.datetime, _dt.date)):
-        return value.isoformat()
-    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
-
-
 def _clean(value):
     """NaN/inf → None (strict JSON), recursively; numpy values → Python."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -90,7 +77,7 @@ def _clean(value):
 
 
 def _dumps(value, **kw) -> str:
-    return json.dumps(_clean(value), ensure_ascii=False, allow_nan=False, default=_jsonable, **kw)
+    return json.dumps(_clean(value), ensure_ascii=False, allow_nan=False, default=json_default, **kw)
 
 
 def _check_results(results: Mapping) -> None:
