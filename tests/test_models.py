@@ -202,6 +202,25 @@ def test_settings_validation(tiny_dirs):
     assert ad.torch_dtype == (torch.bfloat16 if torch.cuda.is_available() else torch.float32)
 
 
+def test_adapter_identity_needs_no_torch_on_a_cpu_build(tiny_dirs):
+    """A cached rerun builds the adapter and its identity only: on a CPU-only torch build that
+    must not import torch (seconds of start-up); on other builds the CUDA probe imports it."""
+    import subprocess
+    import sys
+    from importlib.metadata import version
+
+    from lalm_eval.models.batching import cuda_available
+
+    assert cuda_available() == torch.cuda.is_available()
+    code = ("import sys; from lalm_eval.models.qwen2_audio import Qwen2AudioAdapter; "
+            f"a = Qwen2AudioAdapter(pretrained={str(tiny_dirs['qwen2_audio'])!r}); i = a.identity(); "
+            "print(i['dtype'], 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == ("bfloat16" if torch.cuda.is_available() else "float32")
+    if version("torch").endswith("+cpu"):
+        assert out[1] == "False"
+
+
 # ---- (f) batch planning ------------------------------------------------------------------------
 class R:
     def __init__(self, seconds, gen=None):

@@ -30,13 +30,11 @@ import json
 import re
 from typing import Sequence
 
-import torch
-
 from lalm_eval.errors import ConfigError
 
 AUTO_CUDA_START = 64  # first cap for batch_size="auto" on CUDA, halved on each OOM
 AUTO_CPU = 8  # batch_size="auto" on CPU
-DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32"}
+DTYPES = ("bfloat16", "float16", "float32")  # names; ``getattr(torch, name)`` when a model loads
 _DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32"}
 
 
@@ -122,25 +120,40 @@ def truncate_at(text: str, stops: Sequence[str]) -> str:
     return text[:cut]
 
 
+def cuda_available() -> bool:
+    """``torch.cuda.is_available()``, without importing torch when the installed build is CPU-only
+    (its version ends in ``+cpu``): a cached rerun then never pays torch's import."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        if version("torch").endswith("+cpu"):
+            return False
+    except PackageNotFoundError:
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def resolve_device(device: str | None) -> str:
     """``auto`` → ``cuda`` when available, else ``cpu``; ``cpu``, ``cuda``, ``cuda:N``, ``mps`` kept."""
     d = str(device or "auto").strip().lower()
     if d == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
+        return "cuda" if cuda_available() else "cpu"
     if not (d in ("cpu", "mps") or re.fullmatch(r"cuda(:\d+)?", d)):
         raise ConfigError(f"device must be auto, cpu, cuda, cuda:N or mps, got {device!r}")
-    if d.startswith("cuda") and not torch.cuda.is_available():
+    if d.startswith("cuda") and not cuda_available():
         raise ConfigError(f"device {device!r} asked for, but torch sees no CUDA device")
     return d
 
 
-def resolve_dtype(dtype: str | None, device: str) -> torch.dtype:
-    """``auto`` → bfloat16 on CUDA, float32 elsewhere; else one of :data:`DTYPES` (or bf16/fp16/fp32)."""
+def resolve_dtype(dtype: str | None, device: str) -> str:
+    """The dtype's name: ``auto`` → bfloat16 on CUDA, float32 elsewhere; else one of :data:`DTYPES`
+    (or bf16/fp16/fp32, with or without ``torch.``)."""
     d = str(dtype or "auto").strip().lower().removeprefix("torch.")
     if d == "auto":
-        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+        return "bfloat16" if device.startswith("cuda") else "float32"
     d = _DTYPE_ALIASES.get(d, d)
-    for t, name in DTYPES.items():
-        if name == d:
-            return t
-    raise ConfigError(f"dtype must be auto or one of {', '.join(DTYPES.values())}, got {dtype!r}")
+    if d in DTYPES:
+        return d
+    raise ConfigError(f"dtype must be auto or one of {', '.join(DTYPES)}, got {dtype!r}")

@@ -22,13 +22,12 @@ import logging
 from pathlib import Path
 
 import numpy as np
-import torch
 from tqdm.auto import tqdm
 
 from lalm_eval.api import AUDIO_SR, Adapter, Request, Response
 from lalm_eval.audio.io import resample
 from lalm_eval.errors import AudioError, ConfigError, LalmEvalError
-from lalm_eval.models.batching import (DTYPES, plan_batches, replan, resolve_batch_size, resolve_device,
+from lalm_eval.models.batching import (plan_batches, replan, resolve_batch_size, resolve_device,
                                        resolve_dtype, split_gen_kwargs, truncate_at)
 
 log = logging.getLogger(__name__)
@@ -105,7 +104,7 @@ class HFAudioAdapter(Adapter):
             raise ConfigError(f"{self.name}: model argument 'pretrained' (a folder or Hub id) is required")
         self.pretrained = str(pretrained)
         self.device = resolve_device(device)
-        self.torch_dtype = resolve_dtype(dtype, self.device)
+        self.dtype = resolve_dtype(dtype, self.device)  # a name: torch is imported only to run the model
         cap = max_audio_seconds_per_batch  # CLI model_args arrive as strings
         self.max_audio_seconds = None if cap in (None, "", "none", "None") else float(cap)
         self.trust_remote_code = str(trust_remote_code).lower() in ("1", "true", "yes")
@@ -116,7 +115,7 @@ class HFAudioAdapter(Adapter):
         """Computed once per adapter (it hashes files); loads no weights."""
         self._identity = self._identity or {
             "name": self.name, "pretrained": self.pretrained, "config_hash": fingerprint(self.pretrained),
-            "dtype": DTYPES[self.torch_dtype], "transformers": _transformers_version()}
+            "dtype": self.dtype, "transformers": _transformers_version()}
         return dict(self._identity)
 
     @property
@@ -152,6 +151,12 @@ class HFAudioAdapter(Adapter):
         import transformers
 
         return transformers.AutoProcessor.from_pretrained(self.pretrained, trust_remote_code=self.trust_remote_code)
+
+    @property
+    def torch_dtype(self):
+        import torch
+
+        return getattr(torch, self.dtype)
 
     def load(self) -> None:
         if self._model is not None:
@@ -207,6 +212,8 @@ class HFAudioAdapter(Adapter):
 
     def generate_batch(self, requests: list[Request]) -> list[str]:
         """One ``model.generate`` call; all requests share their gen kwargs (``plan_batches``)."""
+        import torch
+
         gen_kwargs, stops = split_gen_kwargs(requests[0].gen_kwargs)
         inputs, model = self.build_inputs(requests), self.model
         inputs = {k: (v.to(self.device, self.torch_dtype) if v.is_floating_point() else v.to(self.device))
@@ -228,6 +235,8 @@ class HFAudioAdapter(Adapter):
         return Response(None, error=repr(exc))
 
     def generate(self, requests: list[Request], batch_size: int | str = 1) -> list[Response]:
+        import torch
+
         requests = list(requests)
         max_batch, adaptive = resolve_batch_size(batch_size, self.device.startswith("cuda"))
         results: list[Response | None] = [None] * len(requests)

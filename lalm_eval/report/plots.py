@@ -13,14 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-import matplotlib
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from lalm_eval.errors import DataError  # noqa: E402
-from lalm_eval.report.tables import PALM_SPEAKERS, order_key, value  # noqa: E402
+from lalm_eval.errors import DataError
+from lalm_eval.report.tables import PALM_SPEAKERS, order_key, value
 
 DPI = 120
 
@@ -40,12 +38,18 @@ def _means(rows: Iterable[Mapping], metric: str, x_field: str, series: Sequence[
     return {s: {x: float(np.mean(vs)) for x, vs in xs.items()} for s, xs in acc.items()}
 
 
+def _subplots(figsize):
+    """A figure on the Agg canvas without pyplot (no global state, a faster import)."""
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots()
+
+
 def _save(fig, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     # Fixed metadata so the same rows give the same bytes.
     fig.savefig(path, dpi=DPI, format="png", metadata={"Software": None})
-    plt.close(fig)
     return path
 
 
@@ -57,7 +61,7 @@ def speaker_count_plot(rows: Iterable[Mapping], metric: str, path: str | Path,
     data = _means(rows, metric, "n_speakers", series)
     if not data:
         raise DataError(path, f"no rows with a value of {metric!r} to plot", field=metric)
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = _subplots((6.4, 4.2))
     for label in sorted(data):
         xs = [n for n in speakers if n in data[label]]
         ax.plot(xs, [data[label][n] for n in xs], marker="o", label=label)
@@ -81,7 +85,7 @@ def task_bar_plot(rows: Iterable[Mapping], metric: str, path: str | Path, task_f
     tasks = sorted({t for xs in data.values() for t in xs}, key=order_key)
     labels = sorted(data)
     width = 0.8 / len(labels)
-    fig, ax = plt.subplots(figsize=(max(6.4, 0.45 * len(tasks) * max(1, len(labels) / 2)), 4.4))
+    fig, ax = _subplots((max(6.4, 0.45 * len(tasks) * max(1, len(labels) / 2)), 4.4))
     x = np.arange(len(tasks))
     for i, label in enumerate(labels):
         heights = [data[label].get(t, np.nan) for t in tasks]
