@@ -233,3 +233,76 @@ def test_generate_human_descriptions_uses_measurements(server):
     assert out == {"a1": "A low, calm voice."}
     prompt = srv.requests[0]["body"]["messages"][0]["content"]
     assert "median F0 120 Hz" in prompt and "mid-low" in prompt and "fast" in prompt and "a TTS voice" in prompt
+
+
+# ---- the local transformers backend ("hf") ------------------------------------------------------
+
+CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+                 "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def _tiny_chat_lm(folder, seed):
+    """A 2-layer random-weight Qwen2 causal LM with a byte-level BPE tokenizer, built offline."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(["Judge the caption. The score is one.", "user assistant system"] * 20,
+                            trainers.BpeTrainer(vocab_size=280, special_tokens=["<|endoftext|>", "<|im_start|>",
+                                                                               "<|im_end|>"],
+                                                initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                                show_progress=False))
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                        chat_template=CHAT_TEMPLATE)
+    cfg = Qwen2Config(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                      eos_token_id=None, pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False,
+                      initializer_range=0.5)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = Qwen2ForCausalLM(cfg)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tiny_lm(tmp_path_factory):
+    return _tiny_chat_lm(tmp_path_factory.mktemp("tiny_lm"), seed=0)
+
+
+def test_transformers_backend_batched_equals_one_by_one(tiny_lm):
+    pytest.importorskip("transformers")
+    chats = [[{"role": "user", "content": "Judge the caption."}],
+             [{"role": "system", "content": "You are a judge."},
+              {"role": "user", "content": "The score is one. Judge the caption, user assistant system."}],
+             [{"role": "user", "content": "score"}],
+             [{"role": "user", "content": "The caption is one score."}],
+             [{"role": "user", "content": "Judge."}]]
+    batched = get_text_llm("hf", pretrained=str(tiny_lm), device="cpu", max_new_tokens=6, batch_size=3)
+    single = get_text_llm("hf", pretrained=str(tiny_lm), device="cpu", max_new_tokens=6, batch_size=1)
+    out = batched.complete(chats)
+    assert len(out) == len(chats) and all(isinstance(t, str) for t in out)
+    assert out == [single.complete([chat])[0] for chat in chats]
+    assert out == single.complete(chats)
+    assert len(set(out)) > 1  # different prompts, different continuations: the order is really tested
+    assert batched.complete(chats[::-1]) == out[::-1]
+    assert batched.complete([]) == []
+    with pytest.raises(Exception, match="unsupported settings"):
+        batched.complete(chats[:1], top_k=3)
+
+
+def test_transformers_backend_settings_fingerprint_the_weights(tiny_lm, tmp_path):
+    from lalm_eval.llm.transformers_lm import TransformersChatLLM
+
+    llm = TransformersChatLLM(str(tiny_lm), max_new_tokens=7)
+    s = llm.settings
+    assert s["backend"] == "hf" and s["model"] == str(tiny_lm) and s["max_tokens"] == 7 and len(s["weights"]) == 64
+    assert llm._model is None  # settings never load the model
+    assert TransformersChatLLM(str(tiny_lm)).settings["weights"] == s["weights"]
+    other = _tiny_chat_lm(tmp_path / "other", seed=1)
+    assert TransformersChatLLM(str(other)).settings["weights"] != s["weights"]
+    assert TEXT_LLMS.get("hf") is TransformersChatLLM

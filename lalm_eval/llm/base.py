@@ -38,6 +38,24 @@ class TextLLM(abc.ABC):
     def settings(self) -> dict:
         ...
 
+    def complete_each(self, batch: list[Messages], **settings: Any) -> list[str | LLMError]:
+        """Like :meth:`complete`, but a chat whose call failed gives its :class:`LLMError` in its
+        place instead of failing the whole batch (callers that count failures per item, e.g.
+        judges). This default asks the whole batch at once and, if that fails, each chat alone;
+        backends that can isolate failures cheaply override it."""
+        try:
+            replies = self.complete(batch, **settings)
+        except LLMError as exc:
+            if len(batch) <= 1:
+                return [exc] * len(batch)
+            out: list[str | LLMError] = []
+            for chat in batch:
+                out.extend(self.complete_each([chat], **settings))
+            return out
+        if len(replies) != len(batch):
+            raise LLMError(f"{type(self).__name__} returned {len(replies)} replies for {len(batch)} chats")
+        return list(replies)
+
 
 def check_batch(batch: list[Messages]) -> None:
     """Reject a batch that is not a list of chats of ``{"role", "content"}`` messages."""
@@ -54,6 +72,7 @@ def check_batch(batch: list[Messages]) -> None:
 
 TEXT_LLMS = Registry("text LLM", entry_point_group="lalm_eval.text_llms")
 TEXT_LLMS.register("openai", "lalm_eval.llm.openai_http:OpenAIChatLLM")
+TEXT_LLMS.register("hf", "lalm_eval.llm.transformers_lm:TransformersChatLLM")
 
 
 def get_text_llm(name: str, **kwargs: Any) -> TextLLM:

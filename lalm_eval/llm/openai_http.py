@@ -73,6 +73,25 @@ class OpenAIChatLLM(TextLLM):
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="openai-http") as pool:
             return list(pool.map(lambda chat: self._complete_one({**body, "messages": chat}), batch))
 
+    def complete_each(self, batch: list[Messages], **settings: Any) -> list[str | LLMError]:
+        """:meth:`complete`, with a chat that still fails after its retries giving its
+        :class:`LLMError` in place of a reply (the other chats of the batch are kept)."""
+        check_batch(batch)
+        body = {"model": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens}
+        body.update(settings)
+        if not batch:
+            return []
+
+        def one(chat: Messages) -> str | LLMError:
+            try:
+                return self._complete_one({**body, "messages": chat})
+            except LLMError as exc:
+                return exc
+
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batch)),
+                                thread_name_prefix="openai-http") as pool:
+            return list(pool.map(one, batch))
+
     # -----------------------------------------------------------------------------------------
 
     def _redact(self, text: str) -> str:

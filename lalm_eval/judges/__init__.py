@@ -1,0 +1,68 @@
+"""LLM judges: PALM-Bench captioning / recognition / reasoning and MSU-Bench answers and error types.
+
+``make_judge(name, llm, cache_dir)`` builds a judge registered in :data:`JUDGES`
+(``palm_captioning``, ``palm_recognition``, ``palm_reasoning``, ``msu``, ``msu_error_type``;
+plug-ins add more through the entry-point group ``lalm_eval.judges``);
+``judge_llm_from_spec("openai:model=gpt-4o-mini,base_url=http://127.0.0.1:8000/v1,concurrency=8")``
+builds the judge's text LLM from a ``--judge`` option. See :mod:`lalm_eval.judges.base` for the
+contract (strict JSON verdicts, one retry, failures as ``score=None``, a resumable cache).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lalm_eval.errors import ConfigError
+from lalm_eval.judges.base import JUDGES, Judge, JudgeItem, JudgeResult, count_failures
+from lalm_eval.judges.cache import JudgeCache
+from lalm_eval.llm.base import TextLLM
+
+__all__ = ["JUDGES", "CACHE_FILE", "Judge", "JudgeCache", "JudgeItem", "JudgeResult", "count_failures",
+           "judge_llm_from_spec", "make_judge", "parse_judge_spec"]
+
+CACHE_FILE = "judge_cache.sqlite"  # the file make_judge keeps in its cache_dir
+#: options whose values stay the literal text (never read as YAML: "model=2024-05-13" is a name)
+_STRING_OPTIONS = {"model", "base_url", "pretrained", "device", "dtype", "api_key"}
+
+
+def parse_judge_spec(spec: str) -> tuple[str, dict]:
+    """``"backend:key=value,key=value"`` → ``(backend, {key: value})``. Values are read as YAML
+    (``concurrency=8`` → 8, ``temperature=0.0`` → 0.0) except the names in
+    :data:`_STRING_OPTIONS`, kept as text. A value cannot contain a comma."""
+    from lalm_eval.cli_support import parse_key_values
+
+    if not isinstance(spec, str) or not spec.strip():
+        raise ConfigError("judge spec must look like BACKEND[:key=value,...], e.g. "
+                          "openai:model=gpt-4o-mini,base_url=http://127.0.0.1:8000/v1")
+    backend, _, rest = spec.strip().partition(":")
+    backend = backend.strip()
+    if not backend or "=" in backend:
+        raise ConfigError(f"judge spec {spec!r}: must start with a backend name, e.g. 'openai:' or 'hf:'")
+    items = [part.strip() for part in rest.split(",") if part.strip()] if rest.strip() else []
+    options = parse_key_values(items)
+    for item in items:
+        key, _, value = item.partition("=")
+        if key.strip() in _STRING_OPTIONS:
+            options[key.strip()] = value.strip()
+    return backend, options
+
+
+def judge_llm_from_spec(spec: str) -> TextLLM:
+    """The text LLM a ``--judge`` spec names: ``openai:model=...,base_url=...,concurrency=8`` or
+    ``hf:pretrained=/path/to/model,batch_size=8`` (any backend in ``TEXT_LLMS``; options are its
+    constructor's keyword arguments; the API key comes from ``OPENAI_API_KEY``, not the spec)."""
+    from lalm_eval.llm.base import get_text_llm
+
+    backend, options = parse_judge_spec(spec)
+    try:
+        return get_text_llm(backend, **options)
+    except TypeError as exc:  # an option the backend does not take
+        raise ConfigError(f"judge spec {spec!r}: {exc}") from None
+
+
+def make_judge(name: str, llm: TextLLM, cache_dir: str | Path | None = None, **kwargs) -> Judge:
+    """The judge registered as ``name`` over ``llm``, caching verdicts in
+    ``cache_dir/judge_cache.sqlite`` (no cache when ``cache_dir`` is None); ``kwargs`` go to the
+    judge (e.g. ``chunk_size``)."""
+    cache = JudgeCache(Path(cache_dir) / CACHE_FILE) if cache_dir is not None else None
+    return JUDGES.get(name)(llm, cache=cache, **kwargs)

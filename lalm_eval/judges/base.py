@@ -1,0 +1,263 @@
+"""The LLM-judge contract: items in, one verdict per item out, in order, cache in front.
+
+A :class:`Judge` renders one Jinja2 prompt per :class:`JudgeItem` (``prompts/<name>.j2``,
+StrictUndefined), asks a :class:`~lalm_eval.llm.base.TextLLM` in chunks, and parses every reply
+strictly: one JSON object with the judge's keys and values in the rubric's range. An invalid
+reply is asked again once (the same chat plus the invalid reply and the template's ``retry``
+reminder of the exact format); still invalid, the item gets ``JudgeResult(score=None, error=...)``
+— never a silent 0 or 1. The caller counts and reports such failures.
+
+Cache: verdicts already in the :class:`~lalm_eval.judges.cache.JudgeCache` are served first;
+the misses go to the LLM ``chunk_size`` at a time and each chunk's successes are stored before
+the next chunk starts, so a killed run resumes where it stopped. Failures are not stored.
+
+A chat whose call fails at the transport level (after the backend's own retries) is a failed
+item too; a chunk of two or more chats in which *every* call failed that way raises
+:class:`LLMError` instead — the judge server is down or misconfigured, and asking the rest would
+only burn retries (what was judged so far is cached).
+
+Judges that classify instead of score (``numeric = False``) return ``score=None`` with
+``error=None`` and the label in ``detail``; :attr:`JudgeResult.ok` tells success either way.
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import ClassVar, Iterable
+
+from lalm_eval.errors import ConfigError
+from lalm_eval.judges.cache import JudgeCache, judge_key
+from lalm_eval.llm.ask import ReplyInvalid
+from lalm_eval.llm.base import LLMError, Messages, TextLLM, parse_json_reply
+from lalm_eval.registry import Registry
+
+PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
+_REPLY_SNIPPET = 300  # characters of an invalid reply kept in a failure's detail
+
+
+@dataclass(frozen=True)
+class JudgeItem:
+    """One response to judge. ``context`` carries what a judge's prompt needs beyond the texts
+    (e.g. ``{"target": "Alice", "profile": "..."}`` or ``{"task_id": "t4_mscr_causal_attribution"}``)."""
+
+    question: str
+    reference: str
+    response: str
+    language: str | None = None
+    context: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JudgeResult:
+    """A verdict. ``score`` is ``None`` when the judge failed (``error`` says why) and, for
+    classifying judges, always (the label is in ``detail``)."""
+
+    score: float | None
+    detail: dict
+    error: str | None = None
+    cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@lru_cache(maxsize=1)
+def _env():
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(PROMPTS_DIR)), undefined=jinja2.StrictUndefined,
+                              trim_blocks=True, lstrip_blocks=True, autoescape=False)
+
+
+class Judge(abc.ABC):
+    """Base class of the LLM judges; subclasses set the class attributes and :meth:`validate`."""
+
+    name: ClassVar[str]
+    prompt_version: ClassVar[str]
+    template: ClassVar[str]  # file name in prompts/
+    required_context: ClassVar[tuple[str, ...]] = ()
+    numeric: ClassVar[bool] = True
+
+    def __init__(self, llm: TextLLM, cache: JudgeCache | None = None, chunk_size: int = 32):
+        if not isinstance(llm, TextLLM):
+            raise ConfigError(f"judge {self.name}: llm must be a TextLLM, got {type(llm).__name__}")
+        if int(chunk_size) < 1:
+            raise ConfigError(f"judge {self.name}: chunk_size must be >= 1, got {chunk_size}")
+        self.llm, self.cache, self.chunk_size = llm, cache, int(chunk_size)
+        self.last_stats: dict[str, int] = {}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(llm={self.llm!r})"
+
+    # ---- what subclasses provide ------------------------------------------------------------
+
+    @abc.abstractmethod
+    def validate(self, reply: dict, item: JudgeItem) -> tuple[float | None, dict]:
+        """``(score, detail)`` of a parsed reply; raise :class:`ReplyInvalid` naming the bad key."""
+
+    # ---- prompts ----------------------------------------------------------------------------
+
+    @property
+    def prompt_sha256(self) -> str:
+        return hashlib.sha256((PROMPTS_DIR / self.template).read_bytes()).hexdigest()
+
+    @property
+    def settings(self) -> dict:
+        """What to record next to the scores: judge, prompt version and hash, the LLM's settings."""
+        return {"judge": self.name, "prompt_version": self.prompt_version, "prompt_sha256": self.prompt_sha256,
+                **self.llm.settings}
+
+    def _module(self, item: JudgeItem):
+        import jinja2
+
+        missing = [k for k in self.required_context if k not in item.context]
+        if missing:
+            raise ConfigError(f"judge {self.name}: item context lacks {missing} (question {item.question[:80]!r})")
+        try:
+            return _env().get_template(self.template).make_module({
+                "question": item.question, "reference": item.reference, "response": item.response,
+                "language": item.language, "context": item.context})
+        except jinja2.UndefinedError as exc:
+            raise ConfigError(f"judge {self.name}: prompts/{self.template}: {exc}") from None
+
+    def render(self, item: JudgeItem) -> str:
+        """The prompt text for ``item``."""
+        return str(self._module(item)).strip()
+
+    def messages(self, item: JudgeItem) -> Messages:
+        return [{"role": "user", "content": self.render(item)}]
+
+    def retry_message(self, item: JudgeItem, error: str) -> str:
+        """The follow-up after an invalid reply: the template's ``retry`` macro."""
+        return str(self._module(item).retry(error)).strip()
+
+    # ---- judging ----------------------------------------------------------------------------
+
+    def parse(self, reply: str, item: JudgeItem) -> JudgeResult:
+        """Strictly parse one reply; raises :class:`LLMError` / :class:`ReplyInvalid`."""
+        score, detail = self.validate(parse_json_reply(reply), item)
+        if self.numeric and (score is None or not math.isfinite(score)):
+            raise ReplyInvalid(f"judge {self.name} produced no finite score", "score")
+        return JudgeResult(score=None if score is None else float(score), detail=detail)
+
+    def judge(self, items: Iterable[JudgeItem]) -> list[JudgeResult]:
+        """One :class:`JudgeResult` per item, in order (see the module docstring)."""
+        items = list(items)
+        chats = [self.messages(item) for item in items]
+        llm_settings = self.llm.settings
+        keys = [judge_key(self.name, self.prompt_version, chat, llm_settings) for chat in chats]
+        results: list[JudgeResult | None] = [None] * len(items)
+        hits = self.cache.get_many(keys) if self.cache is not None else {}
+        pending: dict[str, list[int]] = {}  # miss key -> item indices (identical items asked once)
+        for i, key in enumerate(keys):
+            if key in hits:
+                results[i] = hits[key]
+            else:
+                pending.setdefault(key, []).append(i)
+        stats = {"items": len(items), "cached": len(items) - sum(map(len, pending.values())),
+                 "asked": len(pending), "llm_calls": 0, "retried": 0, "failed": 0}
+        self.last_stats = stats
+        order = list(pending)
+        for start in range(0, len(order), self.chunk_size):
+            chunk = order[start:start + self.chunk_size]
+            firsts = [pending[key][0] for key in chunk]
+            verdicts = self._judge_chunk([items[i] for i in firsts], [chats[i] for i in firsts], stats)
+            if self.cache is not None:
+                self.cache.put_many((key, v, self.name) for key, v in zip(chunk, verdicts))
+            for key, verdict in zip(chunk, verdicts):
+                for i in pending[key]:
+                    results[i] = verdict
+        stats["failed"] = sum(1 for r in results if not r.ok)
+        return results  # type: ignore[return-value]
+
+    def _ask(self, chats: list[Messages], stats: dict) -> list[str | LLMError]:
+        replies = self.llm.complete_each(chats)
+        if len(replies) != len(chats):
+            raise LLMError(f"{type(self.llm).__name__} returned {len(replies)} replies for {len(chats)} chats")
+        stats["llm_calls"] += len(chats)
+        return replies
+
+    def _judge_chunk(self, items: list[JudgeItem], chats: list[Messages], stats: dict) -> list[JudgeResult]:
+        replies = self._ask(chats, stats)
+        out: list[JudgeResult | None] = [None] * len(items)
+        again: list[tuple[int, str, str]] = []  # (index, invalid reply, why)
+        for i, reply in enumerate(replies):
+            if isinstance(reply, LLMError):
+                out[i] = JudgeResult(None, {}, error=f"judge LLM call failed: {reply}")
+                continue
+            try:
+                out[i] = self.parse(reply, items[i])
+            except (LLMError, ReplyInvalid) as exc:
+                again.append((i, reply, str(exc)))
+        if len(replies) > 1 and all(isinstance(r, LLMError) for r in replies):
+            raise LLMError(f"judge {self.name}: all {len(replies)} judge calls of a chunk failed "
+                           f"(is the judge server up?); first: {replies[0]}")
+        if again:
+            stats["retried"] += len(again)
+            retry_chats = [chats[i] + [{"role": "assistant", "content": reply},
+                                       {"role": "user", "content": self.retry_message(items[i], why)}]
+                           for i, reply, why in again]
+            for (i, first, why), reply in zip(again, self._ask(retry_chats, stats)):
+                seen = {"replies": [first[:_REPLY_SNIPPET]]}
+                if isinstance(reply, LLMError):
+                    out[i] = JudgeResult(None, seen, error=f"invalid reply ({why}); the retry call failed: {reply}")
+                    continue
+                try:
+                    out[i] = self.parse(reply, items[i])
+                except (LLMError, ReplyInvalid) as exc:
+                    seen["replies"].append(reply[:_REPLY_SNIPPET])
+                    out[i] = JudgeResult(None, seen, error=f"invalid reply after 2 attempts: {exc}")
+        return out  # type: ignore[return-value]
+
+
+def count_failures(results: Iterable[JudgeResult]) -> int:
+    """How many verdicts failed (``error`` set)."""
+    return sum(1 for r in results if not r.ok)
+
+
+# ---- validation helpers shared by the judges ----------------------------------------------------
+
+def number(reply: dict, key: str, *, allowed: tuple[float, ...] | None = None, lo: float | None = None,
+           hi: float | None = None, integer: bool = False) -> float:
+    """``reply[key]`` as a finite number (not a bool, not a string) in the allowed set / range."""
+    if key not in reply:
+        raise ReplyInvalid(f"missing key {key!r}", key)
+    value = reply[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ReplyInvalid(f"{key!r} must be a number, got {value!r}", key)
+    if integer and value != int(value):
+        raise ReplyInvalid(f"{key!r} must be a whole number, got {value!r}", key)
+    if allowed is not None and not any(abs(value - a) < 1e-9 for a in allowed):
+        raise ReplyInvalid(f"{key!r} must be one of {', '.join(f'{a:g}' for a in allowed)}, got {value!r}", key)
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise ReplyInvalid(f"{key!r} must lie in [{lo:g}, {hi:g}], got {value!r}", key)
+    return float(value)
+
+
+def text(reply: dict, key: str) -> str:
+    """``reply[key]`` as a string."""
+    if not isinstance(reply.get(key), str):
+        raise ReplyInvalid(f"{key!r} must be a string, got {reply.get(key)!r}", key)
+    return reply[key].strip()
+
+
+def choice(reply: dict, key: str, options: tuple[str, ...]) -> str:
+    """``reply[key]``, a string among ``options`` (case and surrounding spaces ignored)."""
+    value = text(reply, key).lower()
+    if value not in options:
+        raise ReplyInvalid(f"{key!r} must be one of {list(options)}, got {reply[key]!r}", key)
+    return value
+
+
+JUDGES = Registry("judge", entry_point_group="lalm_eval.judges")
+JUDGES.register("palm_captioning", "lalm_eval.judges.palm:PalmCaptioningJudge")
+JUDGES.register("palm_recognition", "lalm_eval.judges.palm:PalmRecognitionJudge")
+JUDGES.register("palm_reasoning", "lalm_eval.judges.palm:PalmReasoningJudge")
+JUDGES.register("msu", "lalm_eval.judges.msu:MsuJudge")
+JUDGES.register("msu_error_type", "lalm_eval.judges.msu:MsuErrorTypeJudge")
