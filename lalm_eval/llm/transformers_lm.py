@@ -111,10 +111,11 @@ class TransformersChatLLM(TextLLM):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         device = self.device_request
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
+        cuda = torch.cuda.is_available()
+        # "auto" spreads a model over every visible GPU (accelerate's device_map), else the CPU
+        device_map = ("auto" if cuda else "cpu") if device == "auto" else device
         dtype: Any = self.dtype
-        if dtype == "auto" and device == "cpu":
+        if dtype == "auto" and device_map == "cpu":
             dtype = torch.float32  # half precision on CPU is slow and not what checkpoints expect
         elif dtype != "auto":
             dtype = getattr(torch, dtype, None)
@@ -127,9 +128,9 @@ class TransformersChatLLM(TextLLM):
         tokenizer.padding_side = "left"
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
-        model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=dtype).to(device).eval()
-        self._model, self._tokenizer, self._device = model, tokenizer, device
-        log.info("loaded %s on %s (%s)", folder, device, model.dtype)
+        model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=dtype, device_map=device_map).eval()
+        self._model, self._tokenizer, self._device = model, tokenizer, model.device  # inputs go to the first device
+        log.info("loaded %s on %s (%s)", folder, device_map, model.dtype)
 
     def complete(self, batch: list[Messages], **settings: Any) -> list[str]:
         check_batch(batch)
