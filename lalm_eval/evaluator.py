@@ -64,7 +64,7 @@ def load_docs(task: Task, cache_dir: Path, limit: int | None) -> tuple[list[dict
     for name, feature in ds.features.items():  # decode audio ourselves (soundfile, deterministic)
         if isinstance(feature, datasets.Audio):
             ds = ds.cast_column(name, datasets.Audio(decode=False))
-    ds = task.process_docs(ds)
+    ds = task.process_docs(ds, dataset_path=str(path))  # hooks may open other configs of the same path
     n = len(ds)
     if limit is not None:
         ds = ds.select(range(min(limit, n)))

@@ -1,5 +1,6 @@
 """PALM-Bench as a ``datasets.GeneratorBasedBuilder``: configs ``recognition``, ``captioning``,
-``reasoning`` and ``all``, splits ``train`` and ``test``.
+``reasoning`` and ``all``, splits ``train`` and ``test``. The ``enrollment`` config (subjects'
+train-split clips, other features) is its own builder: :mod:`palm_bench.enrollment_builder`.
 
 ``datasets`` 5 has no loading scripts, so the builder is used as an imported class (the
 ``palm-bench build`` command does it and exports Parquet + card)::
@@ -77,6 +78,14 @@ class PalmBenchConfig(datasets.BuilderConfig):
     work_dir: str | None = None  # embedding and acoustic-description caches
 
 
+def plan_for(config: PalmBenchConfig) -> BuildPlan:
+    """The build plan a builder config describes (``palm-bench build`` plans once and hands the
+    same plan to every builder instead)."""
+    return make_plan(config.build or BuildConfig(), corpus=config.corpus, corpus_dir=config.corpus_dir,
+                     corpus_options=config.corpus_options,
+                     work_dir=Path(config.work_dir) if config.work_dir else None)
+
+
 class PalmBench(datasets.GeneratorBasedBuilder):
     BUILDER_CONFIG_CLASS = PalmBenchConfig
     BUILDER_CONFIGS = [PalmBenchConfig(name=t, tasks=(t,), description=f"PALM-Bench {t}") for t in TASKS] + [
@@ -92,10 +101,7 @@ class PalmBench(datasets.GeneratorBasedBuilder):
     @property
     def build_plan(self) -> BuildPlan:
         if getattr(self, "_plan", None) is None:
-            cfg = self.config.build or BuildConfig()
-            self._plan = make_plan(cfg, corpus=self.config.corpus, corpus_dir=self.config.corpus_dir,
-                                   corpus_options=self.config.corpus_options,
-                                   work_dir=Path(self.config.work_dir) if self.config.work_dir else None)
+            self._plan = plan_for(self.config)
         return self._plan
 
     def _split_generators(self, dl_manager):

@@ -43,6 +43,9 @@ class BuildConfig:
     #: seconds of each subject's reference speech measured for its acoustic description
     ad_max_seconds: float = 12.0
     audio_format: str = "flac"
+    #: also write the ``enrollment`` config: every train-split clip of every subject, for
+    #: in-context enrollment prompts (a key of its own, so builds from before it are rebuilt)
+    enrollment: bool = True
 
     def __post_init__(self) -> None:
         if not 0 < self.test_fraction < 1:
@@ -66,6 +69,8 @@ class BuildConfig:
         if method not in ("quantile", "threshold") or not cuts or len(cuts) != 3 or list(cuts) != sorted(cuts):
             raise ConfigError("negative_strata must be {method: quantile, edges: [a, b, c]} or "
                               f"{{method: threshold, thresholds: [a, b, c]}} ascending; got {self.negative_strata!r}")
+        if not isinstance(self.enrollment, bool):
+            raise ConfigError(f"enrollment must be true or false, got {self.enrollment!r}")
         if self.audio_format not in AUDIO_FORMATS:
             raise ConfigError(f"audio_format must be one of {AUDIO_FORMATS}, got {self.audio_format!r}")
 

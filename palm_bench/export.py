@@ -4,6 +4,7 @@ Output layout (what ``load_dataset(out_dir, "<config>")`` and the Hub expect)::
 
     out_dir/README.md                      card with the `configs:` block (+ `all` = the union)
     out_dir/<task>/<split>-0000i-of-0000N.parquet
+    out_dir/enrollment/train-0000i-of-0000N.parquet   subjects' train-split clips (not in `all`)
     out_dir/build_info.json                config, statistics, plan log, timings, shard hashes
 """
 
@@ -19,6 +20,9 @@ from lalm_eval.hub.card import feature_rows, front_matter, render_card
 from lalm_eval.hub.export import export_builders, finish_folder, with_union_config
 from palm_bench.builder import CITATION, FEATURES, TASKS, PalmBench
 from palm_bench.config import BuildConfig
+from palm_bench.enrollment_builder import CONFIG as ENROLLMENT
+from palm_bench.enrollment_builder import FEATURES as ENROLLMENT_FEATURES
+from palm_bench.enrollment_builder import PalmEnrollment, check_no_leak
 from palm_bench.plan import make_plan
 from palm_bench.stats import COLUMNS, collect
 
@@ -55,19 +59,30 @@ def build(out_dir: str | Path, cfg: BuildConfig, corpus: str = "embedded", corpu
     if empty:
         log.warning("no samples planned for %s: those configs are not written", empty)
 
-    def make_builder(task: str, cache_dir: str) -> PalmBench:
-        builder = PalmBench(config_name=task, cache_dir=cache_dir, build=cfg, corpus=corpus, corpus_dir=corpus_dir,
-                            corpus_options=corpus_options or {}, work_dir=str(work) if work else None)
+    def make_builder(config: str, cache_dir: str):
+        cls = PalmEnrollment if config == ENROLLMENT else PalmBench
+        builder = cls(config_name=config, cache_dir=cache_dir, build=cfg, corpus=corpus, corpus_dir=corpus_dir,
+                      corpus_options=corpus_options or {}, work_dir=str(work) if work else None)
         builder._plan = plan  # planned once for all configs (same seed, same plan)
         return builder
 
     def statistics(built: dict) -> dict:
+        enrollment = built.get(ENROLLMENT)
+        built = {name: dd for name, dd in built.items() if name != ENROLLMENT}
         splits = sorted({split for dd in built.values() for split in dd})
-        return collect({split: _split_rows(built, split) for split in splits})
+        stats = collect({split: _split_rows(built, split) for split in splits})
+        if enrollment is not None:
+            stats["enrollment"] = _enrollment_stats(enrollment["train"], built, out_dir)
+        return stats
 
-    files, stats = export_builders(make_builder, [t for t in tasks if t in planned], out_dir, statistics)
+    configs = [t for t in tasks if t in planned] + ([ENROLLMENT] if cfg.enrollment else [])
+    files, stats = export_builders(make_builder, configs, out_dir, statistics)
     t_export = time.perf_counter()
-    card = render_card("palm.md.j2", _card_context(plan, cfg, with_union_config(files), stats, corpus, repo_id))
+    enrollment_files = files.pop(ENROLLMENT, None)
+    files = with_union_config(files)  # `all` = the QA configs only
+    if enrollment_files is not None:
+        files[ENROLLMENT] = enrollment_files
+    card = render_card("palm.md.j2", _card_context(plan, cfg, files, stats, corpus, repo_id))
     info = {
         "config": cfg.to_dict(), "corpus": corpus, "corpus_dir": corpus_dir, "stats": stats,
         "plan": plan.stats, "empty_configs": empty, "llm": llm.settings if llm is not None else None,
@@ -75,7 +90,8 @@ def build(out_dir: str | Path, cfg: BuildConfig, corpus: str = "embedded", corpu
                     "total": round(time.perf_counter() - t0, 2)},
     }
     info = finish_folder(out_dir, card, info)
-    info["bytes_per_sample"] = round(info["parquet_bytes"] / max(stats["total_samples"], 1))
+    qa_bytes = sum((out_dir / rel).stat().st_size for rel in info["shards"] if not rel.startswith(f"{ENROLLMENT}/"))
+    info["bytes_per_sample"] = round(qa_bytes / max(stats["total_samples"], 1))  # QA rows only
     return info
 
 
@@ -83,6 +99,14 @@ def _split_rows(datasets_by_task: dict, split: str):
     for dd in datasets_by_task.values():
         if split in dd:
             yield from dd[split].select_columns(COLUMNS)
+
+
+def _enrollment_stats(rows, built: dict, where) -> dict:
+    """Counts of the ``enrollment`` rows, after the leak check against every test row."""
+    check_no_leak(rows["clip_id"], (clips for dd in built.values() if "test" in dd
+                                    for clips in dd["test"]["source_clips"]), where)
+    return {"clips": len(rows), "subjects": len(set(rows["subject_id"])),
+            "hours": round(sum(rows["duration"]) / 3600, 3)}
 
 
 def _card_context(plan, cfg: BuildConfig, files: dict, stats: dict, corpus: str, repo_id: str | None) -> dict:
@@ -99,6 +123,7 @@ def _card_context(plan, cfg: BuildConfig, files: dict, stats: dict, corpus: str,
         "corpus_note": EMBEDDED_NOTE if corpus == "embedded" else f"Built from the `{corpus}` corpus.",
         "licence_note": EMBEDDED_LICENCE if corpus == "embedded" else CORPUS_LICENCE.get(corpus, ""),
         "stats": stats, "encoder": plan.stats["encoder"], "features": feature_rows(FEATURES),
+        "enrollment": stats.get("enrollment"), "enrollment_features": feature_rows(ENROLLMENT_FEATURES),
         "audio_format": cfg.audio_format, "templates_per_audio": cfg.templates_per_audio,
         "build_yaml": yaml.safe_dump(cfg.to_dict(), sort_keys=False, allow_unicode=True).rstrip(),
         "repo_id": repo_id or DEFAULT_OUT, "citation": CITATION,

@@ -55,6 +55,9 @@ class BuildPlan:
     audios: dict[str, list[AudioPlan]]
     descriptions: dict[str, dict[str, str]]  # subject id -> {"hd", "ad"}
     stats: dict
+    #: ``{split: {speaker_id: [clips]}}`` from :func:`palm_bench.splits.split_clips` (the one split
+    #: every config of the build uses: the task configs' audios and the ``enrollment`` clips)
+    splits: dict = dataclasses.field(default_factory=dict)
 
     def rows(self, plan: AudioPlan, spans, duration: float):
         """The dataset rows (without the audio column) of one planned audio."""
@@ -166,4 +169,4 @@ def make_plan(cfg: BuildConfig, corpus: str = "embedded", corpus_dir: str | None
                     "generate profiles)", len(stats["subjects_without_profile"]), stats["subjects_without_profile"])
     stats["plan_seconds"] = round(time.perf_counter() - t0, 2)
     log.info("planned %s audios (%s)", {k: len(v) for k, v in audios.items()}, stats["encoder"])
-    return BuildPlan(cfg, data, audios, descriptions, stats)
+    return BuildPlan(cfg, data, audios, descriptions, stats, splits=splits)

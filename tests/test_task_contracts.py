@@ -29,6 +29,7 @@ ALL_TASKS = TM.all_tasks()
 METRICS = {"token_f1", "exact_match"}
 STRATEGIES = ("", "_hd", "_hd_cot", "_ad", "_ad_cot")
 PALM_TASKS = ("recognition", "captioning", "reasoning")
+ENROLL_TASKS = ("palm_recognition_enroll", "palm_captioning_enroll")  # + reference clips: test_palm_enroll_tasks.py
 TAXONOMY = load_taxonomy()
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -140,7 +141,7 @@ def test_the_built_in_tasks_are_the_documented_ones():
     palm = sorted(f"palm_{t}{s}" for t in PALM_TASKS for s in STRATEGIES)
     msu = sorted(f"msu_{t.id}" for t in TAXONOMY.tasks)
     assert len(palm) == 15 and len(msu) == 25
-    assert ALL_TASKS == sorted(palm + msu)
+    assert ALL_TASKS == sorted(palm + list(ENROLL_TASKS) + msu)
 
 
 @pytest.mark.parametrize("name", ALL_TASKS, ids=ALL_TASKS)
@@ -150,8 +151,13 @@ class TestTaskContract:
         return TM.load_task(name)
 
     @pytest.fixture
-    def docs(self, name, task):
+    def docs(self, name, task, monkeypatch):
         docs = docs_for(name, task)
+        if name in ENROLL_TASKS:  # one synthetic reference clip per subject instead of a built dataset
+            clips = {s["id"]: [{"clip_id": f"{s['id']}_u001", "name": s["name"], "audio": audio_value()}]
+                     for s in (AMY, BOB, LI)}
+            monkeypatch.setitem(task.config.process_docs.resolve().__globals__, "_enrollment_clips", lambda path: clips)
+            return task.process_docs(docs, dataset_path="palm-bench")
         return task.process_docs(docs)  # MSU tasks keep their rows (all of them here)
 
     def test_loads_with_its_name_and_version(self, name, task):
@@ -168,8 +174,9 @@ class TestTaskContract:
         for doc in docs:
             messages = task.messages(doc)
             parts = [p for m in messages for p in (m["content"] if isinstance(m["content"], list) else [])]
-            assert sum(p.get("type") == "audio" for p in parts) == 1
-            assert task.audio_of(doc) == [doc["audio"]]
+            refs = [r["audio"] for r in doc.get("enrollment", [])]  # enrollment tasks: reference clips first
+            assert sum(p.get("type") == "audio" for p in parts) == 1 + len(refs)
+            assert task.audio_of(doc) == refs + [doc["audio"]]
 
     def test_target_is_the_answer(self, task, docs):
         for doc in docs:

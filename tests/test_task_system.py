@@ -253,9 +253,11 @@ def test_messages_with_two_audios_and_a_description(tmp_path):
 
 
 def test_doc_to_messages_wins(tmp_path):
-    write(tmp_path, "chat.py", "def msgs(doc):\n    return [{'role': 'user', 'content': doc['q']}]\n")
+    write(tmp_path, "chat.py", "def msgs(doc):\n    return [{'role': 'user', 'content': [{'type': 'audio'}, "
+                               "{'type': 'text', 'text': doc['q']}]}]\n")
     f = task_yaml(tmp_path, "t", "doc_to_messages: !function chat.msgs\ndoc_to_audio: '{{ audio }}'\n")
     task = Task.from_yaml(f)
-    assert task.messages({"q": "hi", "audio": "a.wav"}) == [{"role": "user", "content": "hi"}]
+    assert task.messages({"q": "hi", "audio": "a.wav"}) == [
+        {"role": "user", "content": [{"type": "audio"}, {"type": "text", "text": "hi"}]}]
     assert task.audio_of({"audio": "a.wav"}) == ["a.wav"]
     assert isinstance(task.config, TaskConfig)

@@ -4,8 +4,9 @@ An lm-eval user reads our YAML as theirs, with these departures, each an error r
 silent difference: only ``output_type: generate_until``; every metric states ``aggregation``
 and ``higher_is_better``; ``metadata.version`` is required; a string ``doc_to_text`` /
 ``doc_to_target`` / ``doc_to_audio`` / ``description`` is always a Jinja2 template (never a
-column name); two keys of ours: ``doc_to_messages`` (a ``!function`` returning chat messages)
-and ``hooks`` (named ``!function`` hooks, e.g. ``prepare_dataset``).
+column name); lmms-eval's ``doc_to_messages`` (a ``!function`` returning chat messages or the user
+turn's interleaved text/audio parts) and one key of ours, ``hooks`` (named ``!function`` hooks,
+e.g. ``prepare_dataset``).
 """
 
 from __future__ import annotations
@@ -58,8 +59,12 @@ class TaskConfig:
     filter_list: list[dict] | None = None
     process_results: FunctionRef | None = None
     metadata: dict | None = None
-    # ours
+    # lmms-eval's key: a !function giving the chat messages, or just the user turn's content parts
+    # ({"type": "text", "text": ...} / {"type": "audio"}) to interleave labels and audios; the
+    # audio parts must match doc_to_audio's audios one for one (Task.messages checks); with content
+    # parts, doc_to_text (when set) is appended as the last text part
     doc_to_messages: FunctionRef | None = None
+    # ours
     hooks: dict[str, FunctionRef] | None = None
 
     @classmethod

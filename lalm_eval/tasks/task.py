@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import json
 from pathlib import Path
 from typing import Any, Callable
@@ -65,9 +66,20 @@ class Task:
         ref = (self.config.hooks or {}).get(name)
         return ref.resolve() if ref is not None else None
 
-    def process_docs(self, dataset):
-        """``process_docs(dataset)`` when the YAML sets it, else the dataset unchanged."""
-        return self.config.process_docs(dataset) if self.config.process_docs is not None else dataset
+    def process_docs(self, dataset, **context):
+        """``process_docs(dataset)`` when the YAML sets it, else the dataset unchanged.
+
+        Keyword context goes to hooks whose signature asks for it (by parameter name, or all of it
+        with ``**kwargs``); lm-eval hooks that take the dataset only are called as before. Offered:
+        ``metadata`` (the task's ``metadata:`` mapping) and what the caller passes — the evaluator
+        passes ``dataset_path``, the path it actually loaded (after ``hooks.prepare_dataset``), so
+        a hook can open another config of the same dataset.
+        """
+        if self.config.process_docs is None:
+            return dataset
+        hook = self.config.process_docs.resolve()
+        offered = {"metadata": dict(self.config.metadata or {}), **context}
+        return hook(dataset, **_accepted_kwargs(hook, offered))
 
     # -- one doc → prompt pieces ------------------------------------------------------------
 
@@ -114,22 +126,58 @@ class Task:
         return self._apply("description", doc)
 
     def messages(self, doc: dict) -> list[dict]:
-        """Chat messages (Hugging Face convention): ``doc_to_messages(doc)`` when set, else an
-        optional system message (``description``) and one user turn with an ``{"type": "audio"}``
-        part per audio of :meth:`audio_of`, then the text of :meth:`render_text`."""
-        if self.config.doc_to_messages is not None:
-            messages = self.config.doc_to_messages(doc)
-            if not isinstance(messages, (list, tuple)) or not all(isinstance(m, dict) and "role" in m for m in messages):
-                raise ConfigError(f"{self.yaml_file}: doc_to_messages ({self.config.doc_to_messages.spec}) must "
-                                  f"return a list of {{'role', 'content'}} messages, got {messages!r}")
-            return list(messages)
-        content = [{"type": "audio"} for _ in self.audio_of(doc)]
-        content.append({"type": "text", "text": self.render_text(doc)})
-        messages = [{"role": "user", "content": content}]
+        """Chat messages (Hugging Face convention), an optional system message (``description``)
+        first.
+
+        Without ``doc_to_messages``: one user turn with an ``{"type": "audio"}`` part per audio of
+        :meth:`audio_of`, then the text of :meth:`render_text`. With it (lmms-eval's key), the hook
+        returns either the whole message list (used as is) or the user turn's content parts, e.g.
+        ``[{"type": "text", "text": "Reference clip of Alice:"}, {"type": "audio"},
+        {"type": "text", "text": "Test audio:"}, {"type": "audio"}]``, to interleave text and
+        audio; ``doc_to_text``, when set, is rendered and appended as the last text part (so the
+        prompt text stays a YAML template). Either way the audio parts must be as many as the
+        audios of :meth:`audio_of`, which fill them in order.
+        """
+        if self.config.doc_to_messages is None:
+            content = [{"type": "audio"} for _ in self.audio_of(doc)]
+            content.append({"type": "text", "text": self.render_text(doc)})
+            return self._with_description(doc, [{"role": "user", "content": content}])
+        out, spec = self.config.doc_to_messages(doc), self.config.doc_to_messages.spec
+        if isinstance(out, (list, tuple)) and out and all(isinstance(p, dict) and "type" in p for p in out):
+            content = list(out)
+            if self.config.doc_to_text is not None:
+                content.append({"type": "text", "text": self.render_text(doc)})
+            messages = self._with_description(doc, [{"role": "user", "content": content}])
+        elif isinstance(out, (list, tuple)) and all(isinstance(m, dict) and "role" in m for m in out):
+            messages = list(out)
+        else:
+            raise ConfigError(f"{self.yaml_file}: task {self.name!r}: doc_to_messages ({spec}) must return a list "
+                              f"of {{'role', 'content'}} messages or of {{'type', ...}} content parts, got {out!r}")
+        n_parts = sum(p.get("type") == "audio" for m in messages
+                      for p in (m.get("content") if isinstance(m.get("content"), (list, tuple)) else ()))
+        n_audios = len(self.audio_of(doc))
+        if n_parts != n_audios:
+            raise ConfigError(f"{self.yaml_file}: task {self.name!r}: doc_to_messages ({spec}) gives {n_parts} audio "
+                              f"part(s) but doc_to_audio gives {n_audios} audio(s); they must match, in order")
+        return messages
+
+    def _with_description(self, doc: dict, messages: list[dict]) -> list[dict]:
         description = self.render_description(doc)
         if description:
             messages.insert(0, {"role": "system", "content": [{"type": "text", "text": description}]})
         return messages
+
+
+def _accepted_kwargs(fn: Callable, offered: dict) -> dict:
+    """The part of ``offered`` that ``fn`` takes as keyword arguments (all of it for ``**kwargs``)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # builtins without a signature: the dataset only
+        return {}
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return dict(offered)
+    names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return {k: v for k, v in offered.items() if k in names}
 
 
 def _canonical(value, refs: list[FunctionRef]):

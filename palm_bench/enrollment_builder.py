@@ -1,0 +1,120 @@
+"""The ``enrollment`` config of PALM-Bench: every train-split clip of every subject, one per row.
+
+Why a builder of its own (not a config of :class:`~palm_bench.builder.PalmBench`): a
+``GeneratorBasedBuilder`` declares one ``Features`` in ``_info``, and the enrollment rows share
+none of the QA columns (no question, answer, spans or negatives). Making ``PalmBench._info``
+switch features on the config name would give one class two schemas and make every consumer
+of ``palm_bench.builder.FEATURES`` (card, statistics, task contracts) special-case it. So:
+one builder per schema, sharing the build plan — ``palm-bench build`` plans once and hands the
+same plan (corpus, clip split, config) to both, so the enrollment clips are exactly the clips
+that ``palm_bench.splits.split_clips`` put in ``train`` for that build.
+
+Split: ``train`` only. The test split never leaks: a clip listed here is never in a test row's
+``source_clips`` (checked on the plan here, and on the exported rows by ``palm_bench.export``).
+
+    builder = PalmEnrollment(cache_dir=tmp, build=load_preset("small"))
+    builder.download_and_prepare()
+    ds = builder.as_dataset(split="train")
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+
+import datasets
+
+from lalm_eval.audio.io import TARGET_SR, encode_audio
+from lalm_eval.errors import DataError
+from palm_bench.builder import CITATION, PalmBenchConfig, plan_for
+from palm_bench.corpus.types import Utterance
+from palm_bench.plan import BuildPlan
+
+CONFIG = "enrollment"
+SPLIT = "train"
+PREFETCH = 32  # clips decoded and encoded ahead of the writer
+FEATURES = datasets.Features({
+    "subject_id": datasets.Value("string"),
+    "name": datasets.Value("string"),  # the subject's name, as the QA rows' `queried` spell it
+    "language": datasets.Value("string"),
+    "clip_id": datasets.Value("string"),  # the corpus utterance id (as in the QA rows' `source_clips`)
+    "audio": datasets.Audio(sampling_rate=TARGET_SR),
+    "duration": datasets.Value("float32"),
+    "transcript": datasets.Value("string"),
+})
+
+
+def enrollment_clips(plan: BuildPlan) -> list[tuple[str, Utterance]]:
+    """``(subject name, clip)`` for every train-split clip of every subject of the build, ordered
+    by subject id then clip id (negative-pool speakers are not subjects and are left out)."""
+    train = plan.splits.get(SPLIT)
+    if train is None:
+        raise DataError(plan.corpus.root, "the build plan has no clip split; it was made without "
+                        "palm_bench.plan.make_plan", field="splits")
+    speakers = plan.corpus.speakers
+    return [(speakers[sid].name or "", clip)
+            for sid in sorted(train) if speakers[sid].role == "subject"
+            for clip in sorted(train[sid], key=lambda u: u.id)]
+
+
+def check_no_leak(enrollment_ids: Iterable[str], test_source_clips: Iterable[Iterable[str]], where) -> None:
+    """Raise :class:`DataError` naming the clips if any enrollment clip is in a test row's
+    ``source_clips`` (the build-time leak check of the ``enrollment`` config)."""
+    enrolled = set(enrollment_ids)
+    leaked = sorted({c for clips in test_source_clips for c in clips if c in enrolled})
+    if leaked:
+        raise DataError(where, f"{len(leaked)} enrollment clip(s) are also in test rows: "
+                        f"{', '.join(leaked[:5])}{' …' if len(leaked) > 5 else ''}", field="clip_id")
+
+
+class PalmEnrollment(datasets.GeneratorBasedBuilder):
+    BUILDER_CONFIG_CLASS = PalmBenchConfig
+    BUILDER_CONFIGS = [PalmBenchConfig(name=CONFIG, tasks=(),
+                                       description="PALM-Bench enrollment: subjects' train-split clips")]
+    DEFAULT_CONFIG_NAME = CONFIG
+    DEFAULT_WRITER_BATCH_SIZE = 64
+
+    def _info(self) -> datasets.DatasetInfo:
+        return datasets.DatasetInfo(
+            description="PALM-Bench enrollment clips: each subject's train-split utterances, with transcripts",
+            features=FEATURES, citation=CITATION, license="see the corpus licence")
+
+    @property
+    def build_plan(self) -> BuildPlan:
+        if getattr(self, "_plan", None) is None:
+            self._plan = plan_for(self.config)
+        return self._plan
+
+    def _split_generators(self, dl_manager):
+        return [datasets.SplitGenerator(name=datasets.Split.TRAIN)]
+
+    def _generate_examples(self):
+        plan = self.build_plan
+        clips = enrollment_clips(plan)
+        check_no_leak((c.id for _, c in clips), ([c.id for c in a.clips] for a in plan.audios.get("test", [])),
+                      plan.corpus.root)
+        fmt = plan.config.audio_format
+
+        def encoded(clip: Utterance) -> tuple[bytes, float]:
+            audio = clip.load_audio()
+            return encode_audio(audio, TARGET_SR, fmt), round(len(audio) / TARGET_SR, 3)
+
+        def row(index: int, name: str, clip: Utterance, future) -> tuple:
+            data, duration = future.result()
+            return datasets.builder.Key(0, index), {
+                "subject_id": clip.speaker, "name": name, "language": clip.language, "clip_id": clip.id,
+                "audio": {"bytes": data, "path": f"{clip.id}.{fmt}"}, "duration": duration,
+                "transcript": clip.text}
+
+        # decoding dominates and libsndfile releases the GIL: a few threads decode and encode up to
+        # PREFETCH clips ahead of the writer; rows are yielded in order, so the output is the same
+        pending: deque = deque()
+        with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+            for index, (name, clip) in enumerate(clips):
+                pending.append((index, name, clip, pool.submit(encoded, clip)))
+                if len(pending) >= PREFETCH:
+                    yield row(*pending.popleft())
+            while pending:
+                yield row(*pending.popleft())
