@@ -16,6 +16,7 @@ MODELS = Registry("model", entry_point_group="lalm_eval.models")
 MODELS.register("hf-audio", "lalm_eval.models.hf_base:HFAudioAdapter")
 MODELS.register("qwen2_audio", "lalm_eval.models.qwen2_audio:Qwen2AudioAdapter")
 MODELS.register("qwen2_5_omni", "lalm_eval.models.qwen_omni:Qwen25OmniThinkerAdapter")
+MODELS.register("cascade", "lalm_eval.models.cascade:CascadeAdapter")
 
 
 def _has_qwen3_omni() -> bool:

@@ -1,0 +1,262 @@
+"""``cascade``: a classic reference system, speaker verification + speech recognition, no LLM.
+
+    lalm-eval --model cascade --model_args enrollment=DIR --tasks palm_recognition
+
+What it does with a request (only the request: its task name, prompt text and audio; it never
+sees a dataset row, so it cannot read answers or labels):
+
+1. **Enrollment** (once, at construction; :mod:`.cascade_parts.enrollment`): ``enrollment=`` is a
+   folder of speaker folders ``<dir>/<Name>/*.{wav,flac,ogg,opus}`` or a dataset with an
+   ``enrollment`` config (``name``, ``audio``, ``clip_id``, ``language`` columns). One centroid per
+   subject; the presence threshold is the EER point of leave-one-clip-out window scores on the
+   enrollment data alone (``calibration`` / ``identity()`` report it).
+2. **Analysis of the test audio** (once per distinct audio, cached by content hash;
+   :mod:`.cascade_parts.analysis`): webrtcvad regions → 1.6 s windows every 0.8 s → embeddings in
+   one batch → each window to the best enrolled subject, or unknown below the threshold, after a
+   median filter. A subject is present with at least ``min_speech_s`` of assigned speech.
+3. **Answer** (:mod:`.cascade_parts.answers`, ``cascade_answers.yaml``): the task name picks the
+   kind (recognition, captioning, reasoning, speaker counting, dialogue transcription, or "cannot
+   determine"); the language of the question picks the templates; names are the enrolled names
+   found in the question. English speech is transcribed by pocketsphinx (extra ``asr``); there is
+   no offline Mandarin recogniser, and Mandarin captioning says so (counted in
+   ``counters["no_asr"]``). Reasoning questions get the target's words: the cascade cannot reason.
+
+Model args (strings from the CLI are converted): ``enrollment`` (required), ``encoder``
+(``resemblyzer`` | ``ecapa``), ``encoder_source`` (ECAPA folder or Hub id), ``device``,
+``min_speech_s`` (1.0), ``window_s`` (1.6), ``hop_s`` (0.8), ``vad_mode`` (2), ``median`` (3),
+``threshold`` / ``cluster_threshold`` (override the calibrated values), ``calibration``
+(``multi``: clean + one augmented copy of each enrollment clip, the default; ``clean``),
+``answers`` (another answers YAML), ``embed_cache`` (folder persisting embeddings across runs),
+``max_cached_audios`` (256).
+
+``MULTI_AUDIO = False``: a request with several audios is answered about its *last* audio.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+
+import numpy as np
+
+from lalm_eval.api import AUDIO_SR, Adapter, Request, Response
+from lalm_eval.audio.io import audio_hash
+from lalm_eval.audio.speaker import get_speaker_encoder
+from lalm_eval.errors import AudioError, ConfigError
+from lalm_eval.models.cascade_parts.analysis import AudioAnalysis, Clustering, analyse, cluster
+from lalm_eval.models.cascade_parts.answers import DEFAULT_ANSWERS, AnswerBook, find_names, language_of
+from lalm_eval.models.cascade_parts.asr import PocketsphinxASR
+from lalm_eval.models.cascade_parts.enrollment import CALIBRATION_AUGMENTATION, calibrate, enroll, load_enrollment
+from lalm_eval.models.cascade_parts.segmentation import SegmenterConfig
+
+log = logging.getLogger(__name__)
+ASR_GAP_S = 0.2  # silence between a speaker's segments when they are transcribed together
+
+
+def _float(name: str, value) -> float | None:
+    if value in (None, "", "auto", "none", "None"):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"cascade: model argument {name}={value!r} is not a number") from None
+
+
+class _LRU(collections.OrderedDict):
+    def __init__(self, size: int):
+        super().__init__()
+        self.size = size
+
+    def put(self, key, value):
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.size:
+            self.popitem(last=False)
+        return value
+
+
+class CascadeAdapter(Adapter):
+    name = "cascade"
+    MULTI_AUDIO = False
+
+    def __init__(self, enrollment: str | None = None, encoder: str = "resemblyzer", encoder_source: str | None = None,
+                 device: str = "cpu", min_speech_s=1.0, window_s=1.6, hop_s=0.8, vad_mode=2, median=3,
+                 threshold=None, cluster_threshold=None, calibration: str = "multi", answers: str | None = None,
+                 embed_cache: str | None = None, max_cached_audios=256):
+        super().__init__()
+        if not enrollment:
+            raise ConfigError("cascade: model argument 'enrollment' (speaker folders or an enrollment dataset) "
+                              "is required")
+        self.enrollment_path = str(enrollment)
+        self.min_speech_s = _float("min_speech_s", min_speech_s)
+        self.cfg = SegmenterConfig(window_s=_float("window_s", window_s), hop_s=_float("hop_s", hop_s),
+                                   vad_mode=int(_float("vad_mode", vad_mode)), median=int(_float("median", median)))
+        if not (0 <= self.cfg.vad_mode <= 3) or self.cfg.hop_s <= 0 or self.cfg.window_s < self.cfg.min_window_s:
+            raise ConfigError(f"cascade: invalid segmentation {self.cfg.to_dict()}")
+        self.book = AnswerBook(answers or DEFAULT_ANSWERS)
+        kwargs = {"device": "cpu" if device in (None, "", "auto") else str(device), "cache_dir": embed_cache}
+        if encoder == "ecapa" and encoder_source:
+            kwargs["source"] = encoder_source
+        self.encoder = get_speaker_encoder(str(encoder), **kwargs)
+        self.asr = PocketsphinxASR(AUDIO_SR)
+
+        clips = load_enrollment(self.enrollment_path)
+        if not clips:
+            raise ConfigError(f"enrollment {self.enrollment_path!r}: no clips found")
+        self.enrollment = enroll(clips, self.encoder, self.enrollment_path)
+        if calibration not in ("multi", "clean"):
+            raise ConfigError(f"cascade: calibration={calibration!r}; use 'multi' (clean + augmented) or 'clean'")
+        self.calibration = calibrate(self.enrollment, clips, self.encoder, self.cfg,
+                                     CALIBRATION_AUGMENTATION if calibration == "multi" else None)
+        override, cluster_override = _float("threshold", threshold), _float("cluster_threshold", cluster_threshold)
+        self.threshold = self.calibration["threshold"] if override is None else override
+        self.cluster_threshold = self.calibration["cluster_threshold"] if cluster_override is None else cluster_override
+        self.calibration.update(threshold_used=self.threshold, cluster_threshold_used=self.cluster_threshold)
+
+        size = int(_float("max_cached_audios", max_cached_audios))
+        self._analyses: _LRU = _LRU(size)
+        self._clusterings: _LRU = _LRU(size)
+        self._transcripts: _LRU = _LRU(4 * size)
+        self.counters: collections.Counter = collections.Counter()
+        log.info("cascade: %d subjects, threshold %.3f (calibration EER %.3f)", len(self.enrollment.names),
+                 self.threshold, self.calibration["eer"])
+
+    # ---- identity -------------------------------------------------------------------------------
+    def identity(self) -> dict:
+        return {"name": self.name, "encoder": self.encoder.name, "enrollment": self.enrollment.fingerprint,
+                "subjects": list(self.enrollment.names), "threshold": self.threshold,
+                "calibration_eer": self.calibration["eer"], "calibration": self.calibration["conditions"],
+                "cluster_threshold": self.cluster_threshold,
+                "min_speech_s": self.min_speech_s, "window_s": self.cfg.window_s, "hop_s": self.cfg.hop_s,
+                "segmenter": self.cfg.to_dict(), "asr": self.asr.name, "answers_sha256": self.book.sha256}
+
+    # ---- generation -----------------------------------------------------------------------------
+    def generate(self, requests: list[Request], batch_size: int | str = 1) -> list[Response]:
+        """Requests in order; the per-audio analysis is shared through the caches, so batching
+        adds nothing and ``batch_size`` is ignored. A failing request gets ``Response(None, error)``."""
+        out = []
+        for req in requests:
+            try:
+                out.append(Response(self.answer(req)))
+            except Exception as exc:  # one bad request must not sink the others
+                self.counters["errors"] += 1
+                log.warning("cascade: %s doc %s failed: %s", req.task, req.doc_id, exc)
+                out.append(Response(None, f"{type(exc).__name__}: {exc}"))
+            self.n_generated += 1
+        return out
+
+    def answer(self, req: Request) -> str:
+        prompt = _prompt_text(req)
+        question = self.book.question(prompt)
+        lang = language_of(question)
+        kind = self.book.kind(req.task)
+        self.counters[kind] += 1
+        if kind == "cannot_determine":
+            self.counters["cannot_determine"] += 1
+            return self.book.wrap(req.task, self.book.text(lang, "cannot_determine"))
+        audio = _test_audio(req)
+        if kind == "speaker_counting":
+            n = self.clustering(audio).n_speakers
+            text = self.book.text(lang, "speaker_count_one" if n == 1 else "speaker_count", n=n)
+        elif kind == "dialogue_transcription":
+            text = self._transcription(audio, lang)
+        else:
+            text = self._about_names(kind, audio, question, prompt, lang)
+        return self.book.wrap(req.task, text)
+
+    def _about_names(self, kind: str, audio: np.ndarray, question: str, prompt: str, lang: str) -> str:
+        names = find_names(question, self.enrollment.names) or find_names(prompt, self.enrollment.names)
+        if not names:
+            self.counters["cannot_determine"] += 1
+            return self.book.text(lang, "no_known_name")
+        analysis = self.analysis(audio)
+        index = {n: i for i, n in enumerate(self.enrollment.names)}
+        present = {n: analysis.present(index[n], self.min_speech_s) for n in names}
+        if kind == "recognition":
+            if len(names) == 1:
+                return self.book.text(lang, "single_present" if present[names[0]] else "single_absent", name=names[0])
+            return self.book.raw(lang, "joiner").join(
+                self.book.text(lang, "present" if present[n] else "absent", name=n) for n in names)
+        target = names[0]  # captioning / reasoning: about one person, the first named
+        if not present[target]:
+            return self.book.text(lang, "refusal", name=target)
+        if lang != "en":
+            self.counters["no_asr"] += 1
+            return self.book.text(lang, "no_asr", name=target)
+        words = self.transcript(audio, analysis, index[target])
+        return self.book.text(lang, "says", name=target, text=words) if words else \
+            self.book.text(lang, "says_nothing_recognised", name=target)
+
+    def _transcription(self, audio: np.ndarray, lang: str) -> str:
+        if lang != "en":
+            self.counters["no_asr"] += 1
+            return self.book.text(lang, "transcription_no_asr")
+        clustering = self.clustering(audio)
+        if clustering.n_speakers == 0:
+            self.counters["cannot_determine"] += 1
+            return self.book.text(lang, "cannot_determine")
+        items = []
+        for k in range(clustering.n_speakers):
+            spans = [(s.start, s.end) for s in clustering.segments if s.label == k]
+            items.append(self.book.text(lang, "transcription_item", index=k + 1, text=self._asr(audio, spans)))
+        return (self.book.raw(lang, "transcription_open") + self.book.raw(lang, "transcription_separator").join(items)
+                + self.book.raw(lang, "transcription_close"))
+
+    # ---- cached analyses ------------------------------------------------------------------------
+    def analysis(self, audio: np.ndarray) -> AudioAnalysis:
+        key = audio_hash(audio, AUDIO_SR)
+        if key in self._analyses:
+            self.counters["analysis_cache_hits"] += 1
+            self._analyses.move_to_end(key)
+            return self._analyses[key]
+        self.counters["audios_analysed"] += 1
+        return self._analyses.put(key, analyse(audio, AUDIO_SR, self.encoder, self.enrollment.centroids,
+                                               self.threshold, self.cfg))
+
+    def clustering(self, audio: np.ndarray) -> Clustering:
+        key = audio_hash(audio, AUDIO_SR)
+        if key not in self._clusterings:
+            self._clusterings.put(key, cluster(self.analysis(audio), AUDIO_SR, self.cluster_threshold,
+                                               self.min_speech_s, self.cfg.median))
+        return self._clusterings[key]
+
+    def transcript(self, audio: np.ndarray, analysis: AudioAnalysis, subject: int) -> str:
+        key = (audio_hash(audio, AUDIO_SR), subject)
+        if key not in self._transcripts:
+            spans = [(s.start, s.end) for s in analysis.segments if s.label == subject]
+            self._transcripts.put(key, self._asr(audio, spans))
+        return self._transcripts[key]
+
+    def _asr(self, audio: np.ndarray, spans: list[tuple[int, int]]) -> str:
+        """One decode over a speaker's segments, joined by short silences."""
+        gap = np.zeros(int(ASR_GAP_S * AUDIO_SR), np.float32)
+        pieces = [p for a, b in spans for p in (audio[a:b], gap)]
+        self.counters["asr_calls"] += 1
+        return self.asr.transcribe(np.concatenate(pieces) if pieces else np.zeros(0, np.float32))
+
+
+def _prompt_text(req: Request) -> str:
+    """The text parts of the request's user messages, joined by newlines."""
+    parts = []
+    for message in req.messages:
+        if message.get("role", "user") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        for part in content if isinstance(content, (list, tuple)) else []:
+            if isinstance(part, dict) and part.get("type") == "text":
+                parts.append(str(part.get("text", "")))
+    return "\n".join(parts)
+
+
+def _test_audio(req: Request) -> np.ndarray:
+    """The request's last audio, checked (MULTI_AUDIO is False: earlier audios are ignored)."""
+    if not req.audios:
+        raise AudioError(f"{req.task} doc {req.doc_id}: the request carries no audio")
+    audio = np.asarray(req.audios[-1], dtype=np.float32)
+    if audio.ndim != 1 or audio.size == 0:
+        raise AudioError(f"{req.task} doc {req.doc_id}: the audio is empty or not mono (shape {audio.shape})")
+    if not np.all(np.isfinite(audio)):
+        raise AudioError(f"{req.task} doc {req.doc_id}: the audio contains NaN or infinite samples")
+    return audio

@@ -1,0 +1,95 @@
+"""Task routing and answer sentences of the cascade, read from ``cascade_answers.yaml``.
+
+:class:`AnswerBook` maps a task name to a kind of analysis (first matching glob), picks the
+answer language from the question (any CJK character → ``zh``), finds the question inside a
+prompt (after the last marker), finds enrolled names in it, and renders the templates.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import re
+from pathlib import Path
+
+import yaml
+
+from lalm_eval.errors import ConfigError
+
+DEFAULT_ANSWERS = Path(__file__).resolve().parent.parent / "cascade_answers.yaml"
+KINDS = ("recognition", "captioning", "reasoning", "speaker_counting", "dialogue_transcription",
+         "cannot_determine")
+LANGUAGES = ("en", "zh")
+REQUIRED_TEMPLATES = (
+    "single_present", "single_absent", "present", "absent", "joiner", "says", "says_nothing_recognised",
+    "refusal", "no_asr", "speaker_count", "speaker_count_one", "transcription_open", "transcription_item",
+    "transcription_separator", "transcription_close", "transcription_no_asr", "cannot_determine", "no_known_name")
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def language_of(text: str) -> str:
+    return "zh" if _CJK.search(text) else "en"
+
+
+def find_names(text: str, names: list[str]) -> list[str]:
+    """The ``names`` that occur in ``text`` as whole words (CJK names: as substrings), in order."""
+    found = []
+    for name in names:
+        pattern = re.escape(name) if _CJK.search(name) else r"(?<!\w)" + re.escape(name) + r"(?!\w)"
+        m = re.search(pattern, text)
+        if m:
+            found.append((m.start(), name))
+    return [name for _, name in sorted(found)]
+
+
+class AnswerBook:
+    def __init__(self, path: str | Path = DEFAULT_ANSWERS):
+        self.path = Path(path)
+        try:
+            raw = self.path.read_bytes()
+            data = yaml.safe_load(raw)
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"{self.path}: cannot read the cascade's answers ({exc})") from exc
+        self.sha256 = hashlib.sha256(raw).hexdigest()
+        if not isinstance(data, dict):
+            raise ConfigError(f"{self.path}: expected a mapping at the top level")
+        self.markers = [str(m) for m in data.get("question_markers") or []]
+        self.routes = self._globs(data, "routes", "kind")
+        for glob, kind in self.routes:
+            if kind not in KINDS:
+                raise ConfigError(f"{self.path}: field 'routes': kind {kind!r} for {glob!r} is not one of {KINDS}")
+        self.wrappers = self._globs(data, "wrappers", "template")
+        templates = data.get("templates") or {}
+        for lang in LANGUAGES:
+            missing = [k for k in REQUIRED_TEMPLATES if k not in (templates.get(lang) or {})]
+            if missing:
+                raise ConfigError(f"{self.path}: field 'templates.{lang}': missing {missing}")
+        self.templates = {lang: {k: str(v) for k, v in templates[lang].items()} for lang in LANGUAGES}
+
+    def _globs(self, data: dict, field: str, value: str) -> list[tuple[str, str]]:
+        out = []
+        for i, entry in enumerate(data.get(field) or []):
+            if not isinstance(entry, dict) or "task" not in entry or value not in entry:
+                raise ConfigError(f"{self.path}: field '{field}[{i}]': needs 'task' and '{value}'")
+            out.append((str(entry["task"]), str(entry[value])))
+        return out
+
+    def kind(self, task: str) -> str:
+        return next((kind for glob, kind in self.routes if fnmatch.fnmatchcase(task, glob)), "cannot_determine")
+
+    def wrap(self, task: str, answer: str) -> str:
+        template = next((t for glob, t in self.wrappers if fnmatch.fnmatchcase(task, glob)), None)
+        return template.format(answer=answer) if template else answer
+
+    def question(self, prompt: str) -> str:
+        """The text after the last question marker of ``prompt`` (all of it without one)."""
+        cut = max((prompt.rfind(m) + len(m) for m in self.markers if m in prompt), default=0)
+        return prompt[cut:]
+
+    def text(self, lang: str, key: str, **fields) -> str:
+        """A template with its fields filled in."""
+        return self.templates[lang][key].format(**fields)
+
+    def raw(self, lang: str, key: str) -> str:
+        """A template as written (for the literal pieces: joiners, brackets)."""
+        return self.templates[lang][key]
