@@ -46,6 +46,10 @@ def eval_parser() -> argparse.ArgumentParser:
     ap.add_argument("--gen_kwargs", default="", help="k=v,k=v overriding every task's generation kwargs")
     ap.add_argument("--cache_dir", default=str(DEFAULT_CACHE), help="datasets, embeddings and response cache")
     ap.add_argument("--no_cache", action="store_true", help="do not read or write the response cache")
+    ap.add_argument("--judge", default=None,
+                    help="text LLM for the llm_judge metrics: openai:model=M,base_url=URL[,concurrency=N] or "
+                         "hf:pretrained=DIR (judgements cached in the cache dir); without it LLM scores are "
+                         "reported missing")
     return ap
 
 
@@ -68,10 +72,15 @@ def run_eval(args) -> int:
         model_args["device"] = device
     adapter = MODELS.get(args.model)(**model_args)
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    judge_llm = None
+    if args.judge:
+        from lalm_eval.judges import judge_llm_from_spec
+
+        judge_llm = judge_llm_from_spec(args.judge)
     run = evaluate(adapter, tasks, include_path=args.include_path, batch_size=args.batch_size, limit=args.limit,
                    gen_kwargs=_model_args(args.gen_kwargs), cache_dir=Path(args.cache_dir),
-                   use_cache=not args.no_cache)
-    config = {"model": args.model, "model_args": args.model_args, "batch_size": args.batch_size,
+                   use_cache=not args.no_cache, judge_llm=judge_llm, seed=args.seed)
+    config = {"model": args.model, "model_args": args.model_args, "batch_size": args.batch_size, "judge": args.judge,
               "device": args.device, "seed": args.seed, "limit": args.limit, "gen_kwargs": args.gen_kwargs}
     from lalm_eval.report.assemble import markdown_report
 

