@@ -15,7 +15,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from lalm_eval.seeding import rng_for
+from lalm_eval.seeding import stable_int
 
 DASH = "—"
 PALM_SPEAKERS = (1, 2, 3, 4)
@@ -47,15 +47,13 @@ def _mean(values: Sequence[float]) -> float | None:
 
 def bootstrap_ci(values: Sequence[float], seed_parts: tuple, n_boot: int = 1000,
                  level: float = 0.95) -> list[float] | None:
-    """Percentile bootstrap CI of the mean; the generator is seeded by ``seed_parts`` alone, so
-    one group's interval does not change when other groups are added."""
-    if not values:
-        return None
-    x = np.asarray(values, dtype=float)
-    idx = rng_for(*seed_parts).integers(0, len(x), size=(n_boot, len(x)))
-    means = x[idx].mean(axis=1)
-    alpha = (1 - level) / 2
-    return [float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))]
+    """Percentile bootstrap CI of the mean (:func:`lalm_eval.metrics.bootstrap.bootstrap_ci`); the
+    generator is seeded by ``seed_parts`` alone, so one group's interval does not change when other
+    groups are added. None for fewer than two values."""
+    from lalm_eval.metrics.bootstrap import bootstrap_ci as _ci
+
+    ci = _ci(values, n_resamples=n_boot, confidence=level, seed=stable_int(*map(str, seed_parts)))
+    return list(ci) if ci else None
 
 
 def breakdown(rows: Iterable[Mapping], by: list[str], metrics: list[str], ci: bool = False,
