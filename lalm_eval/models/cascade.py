@@ -150,7 +150,7 @@ class CascadeAdapter(Adapter):
         question = self.book.question(prompt)
         lang = language_of(question)
         kind = self.book.kind(req.task)
-        self.counters[kind] += 1
+        self.counters[f"kind:{kind}"] += 1
         if kind == "cannot_determine":
             self.counters["cannot_determine"] += 1
             return self.book.wrap(req.task, self.book.text(lang, "cannot_determine"))

@@ -1,0 +1,216 @@
+"""The ``cascade`` reference adapter (speaker verification + ASR) on embedded-corpus voices.
+
+Enrollment: a few subjects' first clips as speaker folders; test audio: *other* clips of known
+speakers concatenated with 0.5 s of silence. The adapter only ever gets Requests (task name,
+prompt, audio), so it cannot read answers or labels.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+from lalm_eval.api import Request, Response
+from lalm_eval.errors import ConfigError
+from lalm_eval.models import MODELS
+
+SUBJECTS = {"en_s01": "Alice", "en_s02": "Bob", "en_s04": "David", "zh_s01": "王芳"}
+N_ENROLL = 3  # first clips of each subject enrolled; later clips are test material
+SILENCE = np.zeros(8000, np.float32)
+
+
+def _has_pocketsphinx() -> bool:
+    try:
+        import pocketsphinx  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def enroll_dir(tmp_path_factory, corpus):
+    root = tmp_path_factory.mktemp("enroll")
+    for sid, name in SUBJECTS.items():
+        (root / name).mkdir()
+        for utt in corpus.utterances_of(sid)[:N_ENROLL]:
+            shutil.copy(utt.audio, root / name / utt.audio.name)
+    return root
+
+
+@pytest.fixture(scope="module")
+def adapter(enroll_dir):
+    return MODELS.get("cascade")(enrollment=str(enroll_dir))
+
+
+@pytest.fixture(scope="module")
+def clips(corpus):
+    """Test clips (never enrolled): ``{speaker_id: (audio, transcript)}``."""
+    out = {}
+    for sid in list(SUBJECTS) + ["en_n01"]:
+        utt = corpus.utterances_of(sid)[N_ENROLL + 6]
+        out[sid] = (utt.load_audio(), utt.text)
+    return out
+
+
+def mix(*audios):
+    parts = [p for a in audios for p in (a, SILENCE)][:-1]
+    return np.concatenate(parts).astype(np.float32)
+
+
+def request(task: str, question: str, audio, doc_id: int = 0, zh: bool = False) -> Request:
+    text = ("请听这段音频，然后回答问题。\n问题：" if zh else "Listen to the audio, then answer the question.\nQuestion: ")
+    return Request(task, doc_id, (audio,), ({"role": "user", "content": [
+        {"type": "audio"}, {"type": "text", "text": text + question}]},), {"max_new_tokens": 128})
+
+
+def ask(adapter, *reqs) -> list[str]:
+    out = adapter.generate(list(reqs))
+    assert all(r.text is not None for r in out), [r.error for r in out]
+    return [r.text for r in out]
+
+
+def test_requests_carry_no_ground_truth():
+    # by construction: the adapter sees only these fields, none of them an answer or a label
+    assert {f.name for f in dataclasses.fields(Request)} == {"task", "doc_id", "audios", "messages",
+                                                             "gen_kwargs", "key"}
+
+
+def test_calibration_and_identity(adapter):
+    cal = adapter.calibration
+    assert 0.0 < cal["threshold"] < 1.0 and 0.0 <= cal["eer"] < 0.5
+    assert cal["n_subjects"] == len(SUBJECTS) and cal["conditions"] == "clean+augmented"
+    ident = adapter.identity()
+    assert ident["name"] == "cascade" and ident["encoder"] == "resemblyzer-ge2e"
+    assert ident["threshold"] == adapter.threshold and ident["min_speech_s"] == 1.0
+    assert ident["window_s"] == 1.6 and ident["hop_s"] == 0.8 and ident["asr"].startswith("pocketsphinx")
+    assert len(ident["enrollment"]) == 64 and ident["subjects"] == sorted(SUBJECTS.values())
+
+
+def test_presence_one_and_two_speakers(adapter, clips):
+    one = clips["en_s01"][0]
+    two = mix(clips["en_s02"][0], clips["en_s04"][0])
+    a1, a2, a3 = ask(adapter,
+                     request("palm_recognition", "Is Alice speaking in this audio?", one),
+                     request("palm_recognition", "Did Bob speak during this conversation?", one, 1),
+                     request("palm_recognition", "Does this conversation include Alice, Bob and David?", two, 2))
+    assert a1 == "Yes, Alice is speaking in this audio."
+    assert a2 == "No, Bob is not speaking in this audio."
+    assert a3 == ("Alice is not speaking in this audio. Bob is speaking in this audio. "
+                  "David is speaking in this audio.")
+
+
+def test_unenrolled_speaker_is_not_a_subject(adapter, clips):
+    (answer,) = ask(adapter, request("palm_recognition", "Is David's voice in the audio?",
+                                     mix(clips["en_n01"][0], clips["en_s01"][0])))
+    assert answer == "No, David is not speaking in this audio."
+
+
+def test_analysis_is_cached_per_audio(adapter, clips):
+    audio = mix(clips["en_s01"][0], clips["en_s04"][0])
+    before = adapter.counters["audios_analysed"]
+    ask(adapter, *[request("palm_recognition_hd", f"Is {n} speaking?", audio, i)
+                   for i, n in enumerate(["Alice", "Bob", "David"])])
+    assert adapter.counters["audios_analysed"] == before + 1
+
+
+@pytest.mark.skipif(not _has_pocketsphinx(), reason="pocketsphinx (extra 'asr') is not installed")
+def test_captioning_transcribes_the_target_only(adapter, clips):
+    audio, text = clips["en_s02"]
+    (answer,) = ask(adapter, request("palm_captioning", "What did Bob talk about?", mix(clips["en_s04"][0], audio)))
+    assert answer.startswith("Bob says: ")
+    words = set(answer[len("Bob says: "):].lower().split())
+    reference = set(re.findall(r"[a-z']+", text.lower()))
+    assert len(words & reference) / len(reference) > 0.3, (answer, text)
+
+
+def test_absent_target_gets_a_refusal(adapter, clips):
+    (answer,) = ask(adapter, request("palm_captioning", "Summarize what Alice was trying to say.",
+                                     clips["en_s02"][0]))
+    assert answer == "Alice does not speak in this audio, so there is nothing to summarise."
+
+
+def test_mandarin_question_gets_the_no_asr_answer(adapter, clips):
+    before = adapter.counters["no_asr"]
+    (answer,) = ask(adapter, request("palm_captioning_ad", "王芳在音频里谈论的是什么？", clips["zh_s01"][0], zh=True))
+    assert answer == "王芳在这段音频里说话了，但没有可用的普通话语音识别器，无法转写其内容。"
+    assert adapter.counters["no_asr"] == before + 1
+    (answer,) = ask(adapter, request("palm_recognition", "这段音频里王芳在说话吗？", clips["zh_s01"][0], zh=True))
+    assert answer == "是的，王芳在这段音频里说话。"
+
+
+def test_reasoning_and_cot_wrapping(adapter, clips):
+    (answer,) = ask(adapter, request("palm_recognition_hd_cot", "Is Alice speaking?", clips["en_s01"][0]))
+    assert answer == "<Answer>Yes, Alice is speaking in this audio.</Answer>"
+
+
+def test_speaker_counting(adapter, clips):
+    three = mix(clips["en_s01"][0], clips["en_s02"][0], clips["en_s04"][0])
+    one = clips["en_s02"][0]
+    a3, a1 = ask(adapter, request("msu_t1_sr_speaker_counting", "How many different speakers are there?", three),
+                 request("msu_t1_sr_speaker_counting", "How many different speakers are there?", one, 1))
+    assert a3 == "There are 3 speakers in the conversation."
+    assert a1 == "There is 1 speaker in the conversation."
+
+
+@pytest.mark.skipif(not _has_pocketsphinx(), reason="pocketsphinx (extra 'asr') is not installed")
+def test_dialogue_transcription_format(adapter, clips):
+    (answer,) = ask(adapter, request("msu_t4_mst_dialogue_transcription", "What does each speaker say?",
+                                     mix(clips["en_s01"][0], clips["en_s02"][0])))
+    assert re.fullmatch(r"\{spk_1: [^;]+; spk_2: [^;]+\}", answer), answer
+
+
+def test_unknown_task_and_unknown_name_cannot_determine(adapter, clips):
+    before = adapter.counters["cannot_determine"]
+    a, b = ask(adapter, request("msu_t1_sac_age_recognition", "How old is the first speaker?", clips["en_s01"][0]),
+               request("palm_recognition", "Is Zebulon speaking?", clips["en_s01"][0], 1))
+    assert a == "I cannot determine this from the audio."
+    assert "cannot determine" in b
+    assert adapter.counters["cannot_determine"] == before + 2
+
+
+def test_corrupt_request_fails_alone(adapter, clips):
+    good = clips["en_s01"][0]
+    out = adapter.generate([request("palm_recognition", "Is Alice speaking?", good),
+                            request("palm_recognition", "Is Alice speaking?", np.zeros(0, np.float32), 1),
+                            request("palm_recognition", "Is Bob speaking?", good, 2)])
+    assert [type(r) for r in out] == [Response] * 3
+    assert out[0].text.startswith("Yes") and out[2].text.startswith("No")
+    assert out[1].text is None and "empty" in out[1].error
+
+
+def test_bad_enrollment_path_names_it(tmp_path):
+    missing = tmp_path / "no-such-enrollment"
+    with pytest.raises(ConfigError, match=re.escape(str(missing))):
+        MODELS.get("cascade")(enrollment=str(missing))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ConfigError, match=re.escape(str(empty))):
+        MODELS.get("cascade")(enrollment=str(empty))
+
+
+def test_enrollment_dataset_config_loads_like_folders(tmp_path, enroll_dir, corpus):
+    """Layout (a): ``<dir>/enrollment/train-*.parquet`` + a card with ``configs:`` (what PALM exports)."""
+    import datasets
+
+    from lalm_eval.hub.card import front_matter
+    from lalm_eval.hub.parquet import write_split
+    from lalm_eval.models.cascade_parts.enrollment import load_enrollment
+
+    rows = {"subject_id": [], "name": [], "language": [], "clip_id": [], "audio": [], "transcript": []}
+    for sid, name in SUBJECTS.items():
+        for utt in corpus.utterances_of(sid)[:2]:
+            for key, value in zip(rows, (sid, name, utt.language, utt.id, str(utt.audio), utt.text)):
+                rows[key].append(value)
+    ds = datasets.Dataset.from_dict(rows).cast_column("audio", datasets.Audio(sampling_rate=16000))
+    shards = write_split(ds, tmp_path, "enrollment", "train")
+    rel = [p.relative_to(tmp_path).as_posix() for p in shards]
+    (tmp_path / "README.md").write_text(f"---\n{front_matter({'enrollment': {'train': rel}})}\n---\n")
+    from_dataset = load_enrollment(str(tmp_path))
+    assert [c.name for c in from_dataset] == rows["name"] and [c.clip_id for c in from_dataset] == rows["clip_id"]
+    assert {c.language for c in from_dataset} == {"en", "zh"}
+    first = corpus.utterances_of("en_s01")[0]
+    assert np.array_equal(from_dataset[0].audio, first.load_audio())
