@@ -26,6 +26,7 @@ import datasets
 from lalm_eval.audio.io import TARGET_SR, encode_audio
 from palm_bench.config import BuildConfig
 from palm_bench.plan import BuildPlan, make_plan
+from palm_bench.prefetch import prefetched
 from palm_bench.scenes import compose
 
 log = logging.getLogger(__name__)
@@ -112,12 +113,16 @@ class PalmBench(datasets.GeneratorBasedBuilder):
         plan = self.build_plan
         cfg = plan.config
         index = 0
-        for audio_plan in plan.audios[str(split)]:
-            if audio_plan.task not in self.config.tasks:
-                continue
+
+        def render(audio_plan) -> tuple[dict, list, float]:
             mix, spans = compose(audio_plan, cfg.silence_s)
             audio = {"bytes": encode_audio(mix, TARGET_SR, cfg.audio_format), "path": f"{audio_plan.key}.{cfg.audio_format}"}
-            for row in plan.rows(audio_plan, spans, len(mix) / TARGET_SR):
+            return audio, spans, len(mix) / TARGET_SR
+
+        todo = [a for a in plan.audios[str(split)] if a.task in self.config.tasks]
+        # rendered by a few threads ahead of the writer (compose is a pure function of the plan)
+        for audio_plan, (audio, spans, duration) in prefetched(render, todo, window=8):
+            for row in plan.rows(audio_plan, spans, duration):
                 yield datasets.builder.Key(0, index), {**row, "audio": audio}
                 index += 1
 

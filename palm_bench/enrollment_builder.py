@@ -19,10 +19,7 @@ Split: ``train`` only. The test split never leaks: a clip listed here is never i
 
 from __future__ import annotations
 
-import os
-from collections import deque
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 
 import datasets
 
@@ -31,6 +28,7 @@ from lalm_eval.errors import DataError
 from palm_bench.builder import CITATION, PalmBenchConfig, plan_for
 from palm_bench.corpus.types import Utterance
 from palm_bench.plan import BuildPlan
+from palm_bench.prefetch import prefetched
 
 CONFIG = "enrollment"
 SPLIT = "train"
@@ -101,20 +99,10 @@ class PalmEnrollment(datasets.GeneratorBasedBuilder):
             audio = clip.load_audio()
             return encode_audio(audio, TARGET_SR, fmt), round(len(audio) / TARGET_SR, 3)
 
-        def row(index: int, name: str, clip: Utterance, future) -> tuple:
-            data, duration = future.result()
-            return datasets.builder.Key(0, index), {
+        # decoding dominates: a few threads decode and encode ahead of the writer, rows stay in order
+        for index, ((name, clip), (data, duration)) in enumerate(
+                prefetched(lambda item: encoded(item[1]), clips, window=PREFETCH)):
+            yield datasets.builder.Key(0, index), {
                 "subject_id": clip.speaker, "name": name, "language": clip.language, "clip_id": clip.id,
                 "audio": {"bytes": data, "path": f"{clip.id}.{fmt}"}, "duration": duration,
                 "transcript": clip.text}
-
-        # decoding dominates and libsndfile releases the GIL: a few threads decode and encode up to
-        # PREFETCH clips ahead of the writer; rows are yielded in order, so the output is the same
-        pending: deque = deque()
-        with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-            for index, (name, clip) in enumerate(clips):
-                pending.append((index, name, clip, pool.submit(encoded, clip)))
-                if len(pending) >= PREFETCH:
-                    yield row(*pending.popleft())
-            while pending:
-                yield row(*pending.popleft())

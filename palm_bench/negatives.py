@@ -17,6 +17,7 @@ import numpy as np
 from lalm_eval.audio.speaker import SpeakerEncoder
 from palm_bench.config import STRATA
 from palm_bench.corpus.types import Corpus, Utterance
+from palm_bench.prefetch import map_ordered
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,7 +71,7 @@ def reference_embeddings(subject_clips: dict[str, list[Utterance]], embeddings: 
 def embed_clips(encoder: SpeakerEncoder, clips: list[Utterance]) -> dict[str, np.ndarray]:
     """Embeddings of ``clips`` by clip id (batched; the encoder's cache makes reruns free)."""
     ordered = sorted(clips, key=lambda c: c.id)
-    embs = encoder.embed([c.load_audio() for c in ordered])
+    embs = encoder.embed(map_ordered(lambda c: c.load_audio(), ordered))  # decoding in a few threads
     return {c.id: e for c, e in zip(ordered, embs)}
 
 
