@@ -22,7 +22,7 @@ from lalm_eval.cli_support import parse_key_values
 from lalm_eval.errors import LalmEvalError
 
 DEFAULT_CACHE = Path(os.environ.get("LALM_EVAL_CACHE", Path.home() / ".cache" / "lalm_eval"))
-SUBCOMMANDS = ("tasks", "make-tiny-model", "paths")
+SUBCOMMANDS = ("tasks", "make-tiny-model", "paths", "report")
 
 
 def _model_args(text: str) -> dict:
@@ -104,11 +104,23 @@ def run_subcommand(argv: list[str]) -> int:
     m.add_argument("arch")
     m.add_argument("out_dir", type=Path)
     sub.add_parser("paths", help="where the task and hub-card folders of this install are")
+    r = sub.add_parser("report", help="one report (paper tables, plots) from several runs' output folders")
+    r.add_argument("folders", nargs="+", type=Path)
+    r.add_argument("--output_path", type=Path, default=None, help="write report_<stamp>.md and plots here")
+    r.add_argument("--metrics", default=None, help="comma-separated metrics for the tables (default: all)")
     args = ap.parse_args(argv)
     if args.command == "paths":
         from lalm_eval.resources import RESOURCE_NAMES, resource_dir
 
         print(json.dumps({name: str(resource_dir(name)) for name in RESOURCE_NAMES}, indent=2))
+    elif args.command == "report":
+        from lalm_eval.report.combine import combine
+
+        metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+        text, files = combine(args.folders, args.output_path, metrics)
+        print(text)
+        if files:
+            print("wrote " + ", ".join(map(str, files)))
     elif args.command == "tasks":
         from lalm_eval.tasks import TaskManager
 

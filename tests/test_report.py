@@ -188,3 +188,29 @@ def test_plots_write_png(tmp_path):
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000
     with pytest.raises(DataError, match="no rows"):
         plots.speaker_count_plot(rows, "missing_metric", tmp_path / "x.png")
+
+
+def test_combined_report_has_a_row_per_model_and_the_missing_reason(tmp_path):
+    from lalm_eval.cli import main
+    from lalm_eval.report.combine import combine
+    from lalm_eval.report.results import write_results, write_samples
+
+    for model, value in (("cascade", 1.0), ("tiny", 0.0)):
+        out = tmp_path / model
+        rows = [{"doc_id": i, "task": "recognition", "n_speakers": n, "negative_stratum": "",
+                 "metrics": {"recognition_presence": value, "llm_judge": None}} for i, n in enumerate((1, 2, 2))]
+        write_samples(out, "palm_recognition", rows, stamp="S")
+        write_results(out, {"results": {"palm_recognition": {"alias": "r", "recognition_presence,none": value}},
+                            "configs": {"palm_recognition": {"metadata": {"strategy": "base"}}},
+                            "config": {"model": model},
+                            "metric_info": {"palm_recognition": {"llm_judge": {"missing": "no judge given"}}}},
+                      stamp="S")
+    text, files = combine([tmp_path / "cascade", tmp_path / "tiny"], tmp_path / "rep")
+    lines = [line for line in text.splitlines() if line.startswith("| cascade") or line.startswith("| tiny")]
+    # columns per speaker count: recognition · llm_judge, recognition · presence, captioning · llm_judge
+    assert lines[0] == "| cascade | base | — | 1.00 | — | — | 1.00 | — | — | — | — | — | — | — |"
+    assert lines[1] == "| tiny | base | — | 0.00 | — | — | 0.00 | — | — | — | — | — | — | — |"
+    assert "— llm_judge: no judge given" in text
+    assert any(p.suffix == ".png" for p in files)
+    (tmp_path / "empty").mkdir()
+    assert main(["report", str(tmp_path / "empty")]) == 2  # a folder without results: a clear error

@@ -171,7 +171,7 @@ def paper_tables(rows: list[dict], metrics: list[str], missing: dict | None = No
                                                                     labels=labels)]
     msu = [r for r in rows if "tier" in r and "capability" in r]
     if msu:
-        for m in metrics:
+        for m in [m for m in metrics if m in (missing or {}) or any(r["metrics"].get(m) is not None for r in msu)]:
             msu_rows = [{**r, m: r["metrics"].get(m)} for r in msu]
             label = (labels or {}).get(m, m)
             parts += ["", f"## MSU-Bench ({label}; tier averages over all cases)", "",
@@ -189,7 +189,7 @@ def write_plots(rows: list[dict], metric: str, out: Path, stamp: str) -> list[Pa
     palm = [r for r in flat if "n_speakers" in r and r.get("task") in ("recognition", "captioning")]
     msu = [r for r in flat if "tier" in r]
     for fn, subset, name in ((plots.speaker_count_plot, palm, "speakers"), (plots.task_bar_plot, msu, "tasks")):
-        if subset:
+        if any(r.get(metric) is not None for r in subset):
             try:
                 files.append(fn(subset, metric, out / f"plot_{name}_{metric}_{stamp}.png"))
             except DataError as exc:  # no value to plot: say so instead of an empty picture
