@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# The main job on the embedded corpus: install, report the corpus, build PALM-Bench and
-# MSU-Bench (`small` presets) into ./palm-bench and ./msu-bench and load them back with
-# `datasets`. Later stages (evaluate → report) join here as they land.
+# The main job on the embedded corpus, from nothing to a report:
+#   install → corpus report → build PALM-Bench and MSU-Bench (`small` presets) into ./palm-bench
+#   and ./msu-bench (reused when their build config is unchanged) → load them back with
+#   `datasets` → evaluate the `cascade` reference system (speaker verification against the
+#   subjects' train-split enrollment clips + pocketsphinx ASR) and a tiny random-weight
+#   Qwen2-Audio on the `palm` and `msu` groups → results, Markdown tables and PNG plots under
+#   ./outputs → print the combined PALM / MSU tables.
+# No LLM judge is configured here, so LLM-score columns print "—" with the reason; add
+# `--judge openai:model=...,base_url=...` to the lalm-eval lines to fill them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+START=$(date +%s)
 bash scripts/install.sh
 palm-bench corpus-info
 palm-bench build --out palm-bench --preset small
@@ -17,6 +24,20 @@ audio = row["audio"].get_all_samples()
 print(f"load_dataset('palm-bench', 'recognition'): {len(ds)} test rows; first: "
       f"{row['question']!r} -> {row['answer']!r} ({audio.data.shape[-1] / audio.sample_rate:.1f} s, "
       f"{row['n_speakers']} speaker(s))")
+enroll = load_dataset("palm-bench", "enrollment", split="train")
+print(f"load_dataset('palm-bench', 'enrollment'): {len(enroll)} train-split clips of "
+      f"{len(set(enroll['name']))} subjects")
 msu = load_dataset("msu-bench", "tier4", split="test")
 print(f"load_dataset('msu-bench', 'tier4'): {len(msu)} questions; first: {msu[0]['question']!r}")
 PY
+OUT=outputs
+mkdir -p "$OUT"
+lalm-eval make-tiny-model qwen2_audio "$OUT/tiny-qwen2-audio" >/dev/null
+lalm-eval --model cascade --model_args enrollment=palm-bench --tasks palm,msu \
+  --output_path "$OUT/cascade" --log_samples >"$OUT/cascade.log" 2>&1 || { tail -30 "$OUT/cascade.log"; exit 1; }
+lalm-eval --model qwen2_audio --model_args "pretrained=$OUT/tiny-qwen2-audio" --tasks palm,msu --batch_size 8 \
+  --output_path "$OUT/tiny-qwen2-audio" --log_samples >"$OUT/tiny-qwen2-audio.log" 2>&1 \
+  || { tail -30 "$OUT/tiny-qwen2-audio.log"; exit 1; }
+lalm-eval report "$OUT/cascade" "$OUT/tiny-qwen2-audio" --output_path "$OUT/report" \
+  --metrics recognition_presence,token_f1,llm_judge
+echo "main job: $(( $(date +%s) - START )) s; per-model reports: $OUT/cascade, $OUT/tiny-qwen2-audio"
