@@ -27,7 +27,9 @@ Model args (strings from the CLI are converted): ``enrollment`` (required), ``en
 ``threshold`` / ``cluster_threshold`` (override the calibrated values), ``calibration``
 (``multi``: clean + one augmented copy of each enrollment clip, the default; ``clean``),
 ``answers`` (another answers YAML), ``embed_cache`` (folder persisting embeddings across runs),
-``max_cached_audios`` (256).
+``max_cached_audios`` (256), ``threads`` (sets torch's intra-op threads for the whole process;
+unset leaves them alone: on shared or busy CPUs, ``threads=1`` keeps the GE2E LSTM from
+crawling in OpenMP spin-waits, several times faster in our measurements).
 
 ``MULTI_AUDIO = False``: a request with several audios is answered about its *last* audio.
 """
@@ -53,9 +55,10 @@ log = logging.getLogger(__name__)
 ASR_GAP_S = 0.2  # silence between a speaker's segments when they are transcribed together
 
 
-def _float(name: str, value) -> float | None:
+def _float(name: str, value, default: float | None = None) -> float | None:
+    """A numeric model argument (the CLI passes strings); ``default`` when unset."""
     if value in (None, "", "auto", "none", "None"):
-        return None
+        return default
     try:
         return float(value)
     except (TypeError, ValueError):
@@ -82,18 +85,27 @@ class CascadeAdapter(Adapter):
     def __init__(self, enrollment: str | None = None, encoder: str = "resemblyzer", encoder_source: str | None = None,
                  device: str = "cpu", min_speech_s=1.0, window_s=1.6, hop_s=0.8, vad_mode=2, median=3,
                  threshold=None, cluster_threshold=None, calibration: str = "multi", answers: str | None = None,
-                 embed_cache: str | None = None, max_cached_audios=256):
+                 embed_cache: str | None = None, max_cached_audios=256, threads=None):
         super().__init__()
         if not enrollment:
             raise ConfigError("cascade: model argument 'enrollment' (speaker folders or an enrollment dataset) "
                               "is required")
         self.enrollment_path = str(enrollment)
-        self.min_speech_s = _float("min_speech_s", min_speech_s)
-        self.cfg = SegmenterConfig(window_s=_float("window_s", window_s), hop_s=_float("hop_s", hop_s),
-                                   vad_mode=int(_float("vad_mode", vad_mode)), median=int(_float("median", median)))
-        if not (0 <= self.cfg.vad_mode <= 3) or self.cfg.hop_s <= 0 or self.cfg.window_s < self.cfg.min_window_s:
-            raise ConfigError(f"cascade: invalid segmentation {self.cfg.to_dict()}")
+        self.min_speech_s = _float("min_speech_s", min_speech_s, 1.0)
+        self.cfg = SegmenterConfig(window_s=_float("window_s", window_s, 1.6), hop_s=_float("hop_s", hop_s, 0.8),
+                                   vad_mode=int(_float("vad_mode", vad_mode, 2)),
+                                   median=int(_float("median", median, 3)))
+        if not (0 <= self.cfg.vad_mode <= 3) or self.cfg.hop_s <= 0 or self.cfg.window_s < self.cfg.min_window_s \
+                or self.cfg.median < 1 or self.min_speech_s < 0:
+            raise ConfigError(f"cascade: invalid segmentation {self.cfg.to_dict()} / min_speech_s={self.min_speech_s}")
+        if calibration not in ("multi", "clean"):
+            raise ConfigError(f"cascade: calibration={calibration!r}; use 'multi' (clean + augmented) or 'clean'")
         self.book = AnswerBook(answers or DEFAULT_ANSWERS)
+        n_threads = _float("threads", threads)
+        if n_threads is not None:  # process-wide: torch has one intra-op thread pool
+            import torch
+
+            torch.set_num_threads(max(1, int(n_threads)))
         kwargs = {"device": "cpu" if device in (None, "", "auto") else str(device), "cache_dir": embed_cache}
         if encoder == "ecapa" and encoder_source:
             kwargs["source"] = encoder_source
@@ -104,8 +116,6 @@ class CascadeAdapter(Adapter):
         if not clips:
             raise ConfigError(f"enrollment {self.enrollment_path!r}: no clips found")
         self.enrollment = enroll(clips, self.encoder, self.enrollment_path)
-        if calibration not in ("multi", "clean"):
-            raise ConfigError(f"cascade: calibration={calibration!r}; use 'multi' (clean + augmented) or 'clean'")
         self.calibration = calibrate(self.enrollment, clips, self.encoder, self.cfg,
                                      CALIBRATION_AUGMENTATION if calibration == "multi" else None)
         override, cluster_override = _float("threshold", threshold), _float("cluster_threshold", cluster_threshold)
@@ -113,7 +123,7 @@ class CascadeAdapter(Adapter):
         self.cluster_threshold = self.calibration["cluster_threshold"] if cluster_override is None else cluster_override
         self.calibration.update(threshold_used=self.threshold, cluster_threshold_used=self.cluster_threshold)
 
-        size = int(_float("max_cached_audios", max_cached_audios))
+        size = max(1, int(_float("max_cached_audios", max_cached_audios, 256)))
         self._analyses: _LRU = _LRU(size)
         self._clusterings: _LRU = _LRU(size)
         self._transcripts: _LRU = _LRU(4 * size)
@@ -157,7 +167,8 @@ class CascadeAdapter(Adapter):
         audio = _test_audio(req)
         if kind == "speaker_counting":
             n = self.clustering(audio).n_speakers
-            text = self.book.text(lang, "speaker_count_one" if n == 1 else "speaker_count", n=n)
+            text = self.book.text(lang, "speaker_count_one" if n == 1 else "speaker_count", n=n,
+                                  n_word=self.book.number(lang, n))
         elif kind == "dialogue_transcription":
             text = self._transcription(audio, lang)
         else:

@@ -64,7 +64,9 @@ class AnswerBook:
             missing = [k for k in REQUIRED_TEMPLATES if k not in (templates.get(lang) or {})]
             if missing:
                 raise ConfigError(f"{self.path}: field 'templates.{lang}': missing {missing}")
-        self.templates = {lang: {k: str(v) for k, v in templates[lang].items()} for lang in LANGUAGES}
+        self.numbers = {lang: [str(w) for w in templates[lang].get("number_words") or []] for lang in LANGUAGES}
+        self.templates = {lang: {k: str(v) for k, v in templates[lang].items() if k != "number_words"}
+                          for lang in LANGUAGES}
 
     def _globs(self, data: dict, field: str, value: str) -> list[tuple[str, str]]:
         out = []
@@ -89,6 +91,11 @@ class AnswerBook:
     def text(self, lang: str, key: str, **fields) -> str:
         """A template with its fields filled in."""
         return self.templates[lang][key].format(**fields)
+
+    def number(self, lang: str, n: int) -> str:
+        """``n`` spelled with the language's ``number_words`` (digits beyond the list)."""
+        words = self.numbers[lang]
+        return words[n] if 0 <= n < len(words) else str(n)
 
     def raw(self, lang: str, key: str) -> str:
         """A template as written (for the literal pieces: joiners, brackets)."""
