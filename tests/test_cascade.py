@@ -263,3 +263,18 @@ def test_answer_book_routes_names_and_validation(tmp_path):
     bad.write_text(yaml.safe_dump(data, allow_unicode=True), "utf-8")
     with pytest.raises(ConfigError, match="telepathy"):
         AnswerBook(bad)
+
+
+def test_missing_pocketsphinx_fails_only_transcription(adapter, clips, monkeypatch):
+    import sys
+
+    from lalm_eval.models.cascade_parts.asr import PocketsphinxASR
+
+    monkeypatch.setitem(sys.modules, "pocketsphinx", None)  # import pocketsphinx → ImportError
+    monkeypatch.setattr(adapter, "asr", PocketsphinxASR())
+    monkeypatch.setattr(adapter, "_transcripts", type(adapter._transcripts)(8))
+    audio = clips["en_s02"][0]
+    caption, presence = adapter.generate([request("palm_captioning", "What did Bob say?", audio),
+                                          request("palm_recognition", "Is Bob speaking?", audio, 1)])
+    assert caption.text is None and "pip install 'lalm-eval[asr]'" in caption.error
+    assert presence.text == "Yes, Bob is speaking in this audio."
