@@ -31,7 +31,12 @@ Model args (strings from the CLI are converted): ``enrollment`` (required), ``en
 unset leaves them alone: on shared or busy CPUs, ``threads=1`` keeps the GE2E LSTM from
 crawling in OpenMP spin-waits, several times faster in our measurements).
 
-``MULTI_AUDIO = False``: a request with several audios is answered about its *last* audio.
+``MULTI_AUDIO = False``: a request with several audios is answered about its *last* audio (the
+test recording in every built-in task, the in-context enrollment tasks included).
+
+``counters``: ``kind:<kind>`` requests per kind; ``cannot_determine`` (unsupported task, or no
+enrolled name in the question); ``no_asr`` (Mandarin captioning/reasoning/transcription);
+``audios_analysed`` / ``analysis_cache_hits``; ``asr_calls``; ``errors``.
 """
 
 from __future__ import annotations
