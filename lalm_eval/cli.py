@@ -54,6 +54,7 @@ def eval_parser() -> argparse.ArgumentParser:
 
 
 def run_eval(args) -> int:
+    import inspect
     import random
 
     import numpy as np
@@ -70,7 +71,10 @@ def run_eval(args) -> int:
     device = local_device(args.device or model_args.get("device"))
     if device:
         model_args["device"] = device
-    adapter = MODELS.get(args.model)(**model_args)
+    adapter_cls = MODELS.get(args.model)
+    if "cache_dir" in inspect.signature(adapter_cls.__init__).parameters:  # adapters with caches of their own
+        model_args.setdefault("cache_dir", args.cache_dir)
+    adapter = adapter_cls(**model_args)
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     judge_llm = None
     if args.judge:

@@ -26,7 +26,8 @@ Model args (strings from the CLI are converted): ``enrollment`` (required), ``en
 ``min_speech_s`` (1.0), ``window_s`` (1.6), ``hop_s`` (0.8), ``vad_mode`` (2), ``median`` (3),
 ``threshold`` / ``cluster_threshold`` (override the calibrated values), ``calibration``
 (``multi``: clean + one augmented copy of each enrollment clip, the default; ``clean``),
-``answers`` (another answers YAML), ``embed_cache`` (folder persisting embeddings across runs),
+``answers`` (another answers YAML), ``embed_cache`` (folder persisting embeddings across runs;
+default ``<cache_dir>/speaker_embeddings`` when the harness passes its ``cache_dir``),
 ``max_cached_audios`` (256), ``threads`` (sets torch's intra-op threads for the whole process;
 unset leaves them alone: on shared or busy CPUs, ``threads=1`` keeps the GE2E LSTM from
 crawling in OpenMP spin-waits, several times faster in our measurements).
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 import collections
 import logging
+from pathlib import Path
 
 import numpy as np
 
@@ -90,7 +92,7 @@ class CascadeAdapter(Adapter):
     def __init__(self, enrollment: str | None = None, encoder: str = "resemblyzer", encoder_source: str | None = None,
                  device: str = "cpu", min_speech_s=1.0, window_s=1.6, hop_s=0.8, vad_mode=2, median=3,
                  threshold=None, cluster_threshold=None, calibration: str = "multi", answers: str | None = None,
-                 embed_cache: str | None = None, max_cached_audios=256, threads=None):
+                 embed_cache: str | None = None, max_cached_audios=256, threads=None, cache_dir: str | None = None):
         super().__init__()
         if not enrollment:
             raise ConfigError("cascade: model argument 'enrollment' (speaker folders or an enrollment dataset) "
@@ -111,6 +113,8 @@ class CascadeAdapter(Adapter):
             import torch
 
             torch.set_num_threads(max(1, int(n_threads)))
+        if embed_cache is None and cache_dir:  # the harness's cache dir (lalm-eval --cache_dir)
+            embed_cache = str(Path(cache_dir) / "speaker_embeddings")
         kwargs = {"device": "cpu" if device in (None, "", "auto") else str(device), "cache_dir": embed_cache}
         if encoder == "ecapa" and encoder_source:
             kwargs["source"] = encoder_source
@@ -149,8 +153,10 @@ class CascadeAdapter(Adapter):
     def generate(self, requests: list[Request], batch_size: int | str = 1) -> list[Response]:
         """Requests in order; the per-audio analysis is shared through the caches, so batching
         adds nothing and ``batch_size`` is ignored. A failing request gets ``Response(None, error)``."""
+        from tqdm.auto import tqdm
+
         out = []
-        for req in requests:
+        for req in tqdm(requests, desc=self.name, unit="sample", disable=None):
             try:
                 out.append(Response(self.answer(req)))
             except Exception as exc:  # one bad request must not sink the others
