@@ -128,3 +128,27 @@ def test_recognition_presence_uses_the_queried_names():
                        {"question": "Do Amy and Daisy both appear?", "queried": ["Amy", "Daisy"]}, "prompt")]
     metric = make_metric({"metric": "recognition_presence", "names_field": "queried"}, ScoringContext())
     assert metric.compute(items).values == [1.0, 0.5]
+
+
+class EmptyOrChinese(Scripted):
+    """Like Scripted, but answers "" to the first doc and in Chinese to the third."""
+
+    def generate(self, requests, batch_size=1):
+        out = super().generate(requests, batch_size)
+        return [type(r)("" if q.doc_id == 0 else "爱丽丝" if q.doc_id == 2 else r.text, r.error)
+                if r.text is not None else r for q, r in zip(requests, out)]
+
+
+def test_empty_and_other_language_responses_are_scored_not_dropped(judged_tasks, tmp_path):
+    llm = ScriptedJudge()
+    run = evaluate(EmptyOrChinese(), ["who_judged"], include_path=[judged_tasks], cache_dir=tmp_path / "c",
+                   use_cache=False, judge_llm=llm)
+    rows = {r["doc_id"]: r for r in run["_samples"]["who_judged"]}
+    # an empty answer is an answer: every metric scores it (0 for the reference metrics), no error
+    assert rows[0]["response"] == "" and rows[0]["error"] is None
+    assert rows[0]["metrics"]["token_f1"] == 0.0 and rows[0]["metrics"]["bleu"] == 0.0
+    assert rows[0]["metrics"]["llm_judge"] == 1.0  # the (scripted) judge saw it and decided
+    # a Chinese answer to an English item: scored against the English reference, not skipped
+    assert rows[2]["metrics"]["token_f1"] == 0.0 and rows[2]["metrics"]["llm_judge"] == 1.0
+    info = run["results"]["who_judged"]["metrics"]
+    assert info["token_f1"]["n"] == 4 and info["llm_judge"]["judge_failures"] == 2  # docs 3, 5 answer "Alice"
