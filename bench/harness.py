@@ -15,6 +15,7 @@ Prints, side by side:
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -100,6 +101,7 @@ def main(argv=None) -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
+        os.chdir(tmp)  # no ./palm-bench here: the bench and the CLI runs both use <work>/datasets
         work = args.work or tmp / "work"
         model_dir = make_tiny_model("qwen2_audio", tmp / "tiny")
         requests = load_clips(args.n, work).requests

@@ -152,3 +152,22 @@ def test_empty_and_other_language_responses_are_scored_not_dropped(judged_tasks,
     assert rows[2]["metrics"]["token_f1"] == 0.0 and rows[2]["metrics"]["llm_judge"] == 1.0
     info = run["results"]["who_judged"]["metrics"]
     assert info["token_f1"]["n"] == 4 and info["llm_judge"]["judge_failures"] == 2  # docs 3, 5 answer "Alice"
+
+
+def test_bertscore_values_are_cached_so_rescoring_loads_no_model(tmp_path, monkeypatch):
+    import lalm_eval.metrics.bertscore as bs
+
+    items = [ScoreItem("Alice greets Bob warmly", "Alice says hello to Bob", {}, "q"),
+             ScoreItem("It rains", "The weather is sunny", {}, "q")]
+    context = ScoringContext(cache_dir=tmp_path)
+    first = make_metric({"metric": "bertscore"}, context).compute(items)
+    assert first.extra["computed"] == 2 and first.values[0] > first.values[1]
+
+    def no_model(*a, **k):
+        raise AssertionError("BERTScore model used although every value is cached")
+
+    monkeypatch.setattr(bs, "bertscore", no_model)
+    again = make_metric({"metric": "bertscore"}, context).compute(items)
+    assert again.values == first.values and again.extra["from_cache"] == 2
+    with pytest.raises(AssertionError):  # a new pair is computed, not served from another pair's value
+        make_metric({"metric": "bertscore"}, context).compute(items + [ScoreItem("x", "y", {}, "q")])

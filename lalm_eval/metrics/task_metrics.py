@@ -38,17 +38,68 @@ class BleuMetric(Metric):
 
 
 class BertScoreMetric(Metric):
+    """BERTScore F1; values are kept in ``<cache_dir>/metric_values.sqlite`` by (backbone
+    fingerprint, layer, prediction, reference), so re-scoring a cached run loads no model."""
+
     OPTIONS = ("backbone", "num_layers", "batch_size", "device")
 
     def compute(self, items: list[ScoreItem]) -> MetricResult:
-        from lalm_eval.metrics.bertscore import bertscore
+        from lalm_eval.metrics.bertscore import bertscore, resolve_backbone
 
         if not items:
             return MetricResult([], [])
-        kwargs = {k: self.options[k] for k in ("backbone", "batch_size", "device") if k in self.options}
-        result = bertscore([i.prediction for i in items], [i.reference for i in items], **kwargs)
-        return MetricResult([float(v) for v in result.f1], [None] * len(items),
-                            extra={"backbone": result.backbone, "num_layers": result.num_layers})
+        backbone = resolve_backbone(self.options.get("backbone"), self.options.get("num_layers"))
+        keys = [_value_key("bertscore", _folder_fingerprint(backbone.path), backbone.num_layers,
+                           i.prediction, i.reference) for i in items]
+        store = _value_store(self.context)
+        found = store.get_many(keys) if store is not None else {}
+        todo = [k for k, key in enumerate(keys) if key not in found]
+        values = {key: float(found[key].text) for key in keys if key in found}
+        if todo:
+            kwargs = {k: self.options[k] for k in ("backbone", "num_layers", "batch_size", "device")
+                      if k in self.options}
+            result = bertscore([items[k].prediction for k in todo], [items[k].reference for k in todo], **kwargs)
+            fresh = {keys[k]: float(v) for k, v in zip(todo, result.f1)}
+            values.update(fresh)
+            if store is not None:
+                from lalm_eval.api import Response
+
+                store.put_many((key, Response(repr(v))) for key, v in fresh.items())
+        return MetricResult([values[key] for key in keys], [None] * len(items),
+                            extra={"backbone": backbone.name, "num_layers": backbone.num_layers,
+                                   "computed": len(todo), "from_cache": len(items) - len(todo)})
+
+
+def _folder_fingerprint(folder: str) -> str:
+    """config.json's bytes and the weight files' names and sizes: changes when the model does."""
+    import hashlib
+    from pathlib import Path
+
+    h = hashlib.sha256()
+    for path in sorted(Path(folder).iterdir()):
+        if path.name == "config.json":
+            h.update(path.read_bytes())
+        elif path.suffix in (".safetensors", ".bin"):
+            h.update(f"{path.name}:{path.stat().st_size}".encode())
+    return h.hexdigest()
+
+
+def _value_key(*parts) -> str:
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps([str(p) for p in parts], ensure_ascii=False).encode()).hexdigest()
+
+
+def _value_store(context):
+    """A string store for metric values (the response cache's SQLite table, in its own file)."""
+    if context.cache_dir is None:
+        return None
+    from pathlib import Path
+
+    from lalm_eval.cache import ResponseCache
+
+    return ResponseCache(Path(context.cache_dir) / "metric_values.sqlite")
 
 
 class RecognitionPresenceMetric(Metric):
