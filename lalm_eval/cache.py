@@ -18,10 +18,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import sqlite3
-import threading
 import time
-from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -30,10 +27,9 @@ from lalm_eval.api import AUDIO_SR, Adapter, Request, Response
 from lalm_eval.audio.io import audio_hash
 from lalm_eval.errors import ConfigError, LalmEvalError
 from lalm_eval.jsonl import json_default
+from lalm_eval.sqlite_store import SqliteStore
 
 KEY_VERSION = 1  # bump when the key's recipe changes, so old entries are never served
-BUSY_TIMEOUT_S = 120.0  # how long a writer waits for another process's lock
-_SQL_VARS = 500  # keys per SELECT ... IN (...), well below SQLite's variable limit
 
 
 def canonical_json(value) -> str:
@@ -75,37 +71,16 @@ def key_of(request: Request, model_identity: dict, task_hash: str | None = None)
                        request.doc_id, request.audios, request.messages, request.gen_kwargs)
 
 
-class ResponseCache:
+class ResponseCache(SqliteStore):
     """Successful responses by request key, in a SQLite file shared by processes."""
 
-    def __init__(self, path: str | Path, busy_timeout_s: float = BUSY_TIMEOUT_S):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        try:
-            self._db = sqlite3.connect(str(self.path), timeout=busy_timeout_s,
-                                       isolation_level=None, check_same_thread=False)
-            self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA synchronous = NORMAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS responses ("
-                             "key TEXT PRIMARY KEY, text TEXT, error TEXT, created REAL)")
-        except sqlite3.DatabaseError as exc:
-            raise LalmEvalError(f"{self.path}: cannot open the response cache ({exc})") from exc
+    TABLE, KIND = "responses", "response cache"
+    COLUMNS = (("text", "TEXT"), ("error", "TEXT"), ("created", "REAL"))
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Response]:
         """The stored responses among ``keys`` (absent keys are simply missing from the dict)."""
-        keys = list(dict.fromkeys(keys))
-        found: dict[str, Response] = {}
-        with self._lock:
-            for i in range(0, len(keys), _SQL_VARS):
-                chunk = keys[i:i + _SQL_VARS]
-                marks = ",".join("?" * len(chunk))
-                rows = self._db.execute(
-                    f"SELECT key, text, error FROM responses WHERE key IN ({marks})", chunk).fetchall()
-                for key, text, error in rows:
-                    found[key] = Response(text=text, error=error, cached=True)
-        return found
+        return {key: Response(text=text, error=error, cached=True)
+                for key, text, error in self._select(keys, ["text", "error"])}
 
     def put_many(self, items: Iterable[tuple[str, Response]]) -> int:
         """Store the successful responses among ``(key, response)`` pairs and commit at once.
@@ -120,35 +95,7 @@ class ResponseCache:
                 raise ValueError("response cache: empty request key")
             if resp.text is not None and resp.error is None:
                 rows.append((key, resp.text, None, now))
-        if not rows:
-            return 0
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                self._db.executemany("INSERT OR REPLACE INTO responses (key, text, error, created) "
-                                     "VALUES (?, ?, ?, ?)", rows)
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
-        return len(rows)
-
-    def __len__(self) -> int:
-        with self._lock:
-            return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
-
-    def __contains__(self, key: str) -> bool:
-        return bool(self.get_many([key]))
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    def __enter__(self) -> "ResponseCache":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+        return self._insert(rows)
 
 
 class CachedAdapter(Adapter):
