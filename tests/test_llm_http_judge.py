@@ -4,35 +4,13 @@ from the judge cache, and a killed run resuming only the missing items."""
 
 import json
 import re
-import threading
 import time
-from http.server import ThreadingHTTPServer
 
 import pytest
 
 from lalm_eval.judges import CACHE_FILE, JudgeCache, JudgeItem, count_failures, judge_llm_from_spec, make_judge
 from lalm_eval.llm.base import LLMError
-from tests.test_llm_backend import _Handler, completion
-
-
-@pytest.fixture
-def server():
-    """``server(respond)``: a chat server; ``respond(index, body, headers) -> (status, payload, delay)``."""
-    started = []
-
-    def start(respond):
-        srv = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        srv.daemon_threads = True
-        srv.lock, srv.requests, srv.active, srv.max_active, srv.respond = threading.Lock(), [], 0, 0, respond
-        threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-        srv.url = f"http://127.0.0.1:{srv.server_address[1]}/v1"
-        started.append(srv)
-        return srv
-
-    yield start
-    for srv in started:
-        srv.shutdown()
-        srv.server_close()
+from tests.test_llm_backend import completion, server  # noqa: F401 - the shared 127.0.0.1 chat server fixture
 
 
 def items(n):
