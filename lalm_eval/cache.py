@@ -75,12 +75,13 @@ class ResponseCache(SqliteStore):
     """Successful responses by request key, in a SQLite file shared by processes."""
 
     TABLE, KIND = "responses", "response cache"
-    COLUMNS = (("text", "TEXT"), ("error", "TEXT"), ("created", "REAL"))
+    COLUMNS = (("text", "TEXT"), ("error", "TEXT"), ("created", "REAL"), ("meta", "TEXT"))
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Response]:
-        """The stored responses among ``keys`` (absent keys are simply missing from the dict)."""
-        return {key: Response(text=text, error=error, cached=True)
-                for key, text, error in self._select(keys, ["text", "error"])}
+        """The stored responses among ``keys`` (absent keys are simply missing from the dict),
+        with the metadata stored beside them (usage, model id, audio seconds heard)."""
+        return {key: Response(text=text, error=error, cached=True, meta=json.loads(meta) if meta else {})
+                for key, text, error, meta in self._select(keys, ["text", "error", "meta"])}
 
     def put_many(self, items: Iterable[tuple[str, Response]]) -> int:
         """Store the successful responses among ``(key, response)`` pairs and commit at once.
@@ -94,7 +95,7 @@ class ResponseCache(SqliteStore):
             if not key:
                 raise ValueError("response cache: empty request key")
             if resp.text is not None and resp.error is None:
-                rows.append((key, resp.text, None, now))
+                rows.append((key, resp.text, None, now, canonical_json(resp.meta) if resp.meta else None))
         return self._insert(rows)
 
 

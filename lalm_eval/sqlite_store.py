@@ -38,6 +38,10 @@ class SqliteStore:
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = NORMAL")
             self._db.execute(f"CREATE TABLE IF NOT EXISTS {self.TABLE} (key TEXT PRIMARY KEY, {columns})")
+            have = {row[1] for row in self._db.execute(f"PRAGMA table_info({self.TABLE})")}
+            for name, kind in self.COLUMNS:  # a file written by an older version gains new columns
+                if name not in have:
+                    self._db.execute(f"ALTER TABLE {self.TABLE} ADD COLUMN {name} {kind}")
         except sqlite3.DatabaseError as exc:
             raise LalmEvalError(f"{self.path}: cannot open the {self.KIND} ({exc})") from exc
 

@@ -12,11 +12,18 @@ and gen kwargs (``max_gen_toks``, ``until``): see ``batching.py``.
 Limits: the processor must take ``text=, audio=, sampling_rate=`` and have a chat template that
 understands ``{"type": "audio"}`` parts; models with another prompt format, placeholder scheme or
 generate call (multi-stage pipelines, talkers, bespoke remote code) need a subclass; audio longer
-than the feature extractor's window is cut by the processor, as the model's own code would.
+than the feature extractor's window: see ``long_audio`` below.
+
+Long audio (:mod:`lalm_eval.models.long_audio`): ``AUDIO_LIMIT_S`` is what the model hears of each
+audio part (Qwen2-Audio and Qwen2.5-Omni: 30 s, their feature extractors cut the rest; the generic
+``hf-audio``: none known). Model arg ``long_audio=truncate`` (default) cuts explicitly at the limit,
+``refuse`` fails such requests as ``audio_over_limit``, ``chunk`` sends consecutive ≤ limit parts;
+every response records ``audio_s``, ``seen_s`` and ``truncated``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 from pathlib import Path
@@ -29,6 +36,7 @@ from lalm_eval.audio.io import resample
 from lalm_eval.errors import AudioError, ConfigError, LalmEvalError
 from lalm_eval.models.batching import (plan_batches, replan, resolve_batch_size, resolve_device,
                                        resolve_dtype, split_gen_kwargs, truncate_at)
+from lalm_eval.models.long_audio import LongAudioError, fit_request, resolve_policy
 
 log = logging.getLogger(__name__)
 #: files whose bytes enter the identity hash (besides the weights), when present
@@ -98,7 +106,8 @@ class HFAudioAdapter(Adapter):
     AUDIO_PART_KEY: str | None = "audio"  # key added to {"type": "audio"} parts, for templates testing it
 
     def __init__(self, pretrained: str, device: str = "auto", dtype: str = "auto",
-                 max_audio_seconds_per_batch: float | str | None = None, trust_remote_code: bool | str = False):
+                 max_audio_seconds_per_batch: float | str | None = None, trust_remote_code: bool | str = False,
+                 long_audio: str | None = None):
         super().__init__()
         if not pretrained:
             raise ConfigError(f"{self.name}: model argument 'pretrained' (a folder or Hub id) is required")
@@ -108,6 +117,7 @@ class HFAudioAdapter(Adapter):
         cap = max_audio_seconds_per_batch  # CLI model_args arrive as strings
         self.max_audio_seconds = None if cap in (None, "", "none", "None") else float(cap)
         self.trust_remote_code = str(trust_remote_code).lower() in ("1", "true", "yes")
+        self.long_audio = resolve_policy(long_audio, self.LONG_AUDIO_DEFAULT, self.AUDIO_LIMIT_SCOPE, self.name)
         self.n_failed = 0  # requests that got Response(None, error)
         self._model = self._processor = self._identity = None
 
@@ -115,7 +125,7 @@ class HFAudioAdapter(Adapter):
         """Computed once per adapter (it hashes files); loads no weights."""
         self._identity = self._identity or {
             "name": self.name, "pretrained": self.pretrained, "config_hash": fingerprint(self.pretrained),
-            "dtype": self.dtype, "transformers": _transformers_version()}
+            "dtype": self.dtype, "transformers": _transformers_version(), "long_audio": self.long_audio}
         return dict(self._identity)
 
     @property
@@ -234,10 +244,37 @@ class HFAudioAdapter(Adapter):
         log.warning("%s: task %r doc %s failed: %r", self.name, request.task, request.doc_id, exc)
         return Response(None, error=repr(exc))
 
+    def fit(self, requests: list[Request]) -> tuple[list[int], list[Request], list[dict], dict[int, Response]]:
+        """Each request under the long-audio policy: ``(indices kept, fitted requests, their meta,
+        refused responses by index)``."""
+        kept, fitted, metas, refused = [], [], [], {}
+        for i, req in enumerate(requests):
+            try:
+                req, meta = fit_request(req, self.AUDIO_LIMIT_S, self.AUDIO_LIMIT_SCOPE, self.long_audio)
+            except LongAudioError as exc:
+                refused[i] = Response.failed("audio_over_limit", str(exc))
+                continue
+            if meta["truncated"]:
+                log.info("%s: task %r doc %s: %.1f s of audio, %.1f s heard (long_audio=truncate)",
+                         self.name, req.task, req.doc_id, meta["audio_s"], meta["seen_s"])
+            kept.append(i)
+            fitted.append(req)
+            metas.append(meta)
+        return kept, fitted, metas, refused
+
     def generate(self, requests: list[Request], batch_size: int | str = 1) -> list[Response]:
+        requests = list(requests)
+        kept, fitted, metas, refused = self.fit(requests)
+        self.n_failed += len(refused)
+        done = self._generate(fitted, batch_size) if fitted else []
+        out: list[Response | None] = [refused.get(i) for i in range(len(requests))]
+        for i, resp, meta in zip(kept, done, metas):
+            out[i] = dataclasses.replace(resp, meta={**meta, **resp.meta})
+        return out
+
+    def _generate(self, requests: list[Request], batch_size: int | str = 1) -> list[Response]:
         import torch
 
-        requests = list(requests)
         max_batch, adaptive = resolve_batch_size(batch_size, self.device.startswith("cuda"))
         results: list[Response | None] = [None] * len(requests)
         queue = plan_batches(requests, max_batch, self.max_audio_seconds)

@@ -5,18 +5,14 @@ The Hub chat template of Qwen2-Audio-7B-Instruct recognises an audio part by an 
 renders ``Audio N: <|audio_bos|><|AUDIO|><|audio_eos|>``; a bare ``{"type": "audio"}`` would be
 dropped and the audio never placed. So every audio part gets a placeholder ``audio_url`` (the
 audio itself goes to the processor). The processor expands each ``<|AUDIO|>`` to the audio's
-frame count; the Whisper feature extractor pads or cuts every audio to 30 s, so longer audio is
-truncated (the model was trained on at most 30 s), which is logged.
+frame count; the Whisper feature extractor pads or cuts every audio to 30 s (the model was trained
+on at most 30 s): ``AUDIO_LIMIT_S = 30`` and the ``long_audio`` policy (``hf_base``) decide what
+happens to longer audio, and every sample records what the model heard.
 """
 
 from __future__ import annotations
 
-import logging
-
-from lalm_eval.api import AUDIO_SR
 from lalm_eval.models.hf_base import HFAudioAdapter
-
-log = logging.getLogger(__name__)
 
 
 class Qwen2AudioAdapter(HFAudioAdapter):
@@ -25,10 +21,4 @@ class Qwen2AudioAdapter(HFAudioAdapter):
     AUDIO_KEYS = ("input_features",)
     ONE_ROW_PER_AUDIO = True
     AUDIO_PART_KEY = "audio_url"
-    MAX_AUDIO_SECONDS = 30.0
-
-    def prepare_audio(self, audio, request):
-        if len(audio) > self.MAX_AUDIO_SECONDS * AUDIO_SR:
-            log.warning("%s: task %r doc %s: audio of %.1f s is cut to %.0f s by the feature extractor",
-                        self.name, request.task, request.doc_id, len(audio) / AUDIO_SR, self.MAX_AUDIO_SECONDS)
-        return super().prepare_audio(audio, request)
+    AUDIO_LIMIT_S = 30.0  # WhisperFeatureExtractor's n_samples / sampling_rate

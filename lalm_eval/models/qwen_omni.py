@@ -73,8 +73,9 @@ class Qwen25OmniThinkerAdapter(HFAudioAdapter):
     AUDIO_KEYS = ("input_features",)
     ONE_ROW_PER_AUDIO = True
     AUDIO_PART_KEY = "audio"
-    #: what ``Qwen2_5OmniProcessor._process_audio`` passes to the feature extractor
+    #: what ``Qwen2_5OmniProcessor._process_audio`` passes to the feature extractor (pads and cuts to 30 s)
     FEATURE_KWARGS = {"padding": "max_length"}
+    AUDIO_LIMIT_S = 30.0
 
     @staticmethod
     def output_lengths(feature_lengths):
@@ -102,6 +103,7 @@ class Qwen3OmniThinkerAdapter(Qwen25OmniThinkerAdapter):
     model_class_name = "Qwen3OmniMoeThinkerForConditionalGeneration"
     #: what ``Qwen3OmniMoeProcessor`` passes to the feature extractor (no 30 s cut)
     FEATURE_KWARGS = {"padding": True, "truncation": False}
+    AUDIO_LIMIT_S = None
     N_WINDOW = 50  # Qwen3OmniMoeProcessor.n_window
 
     @classmethod
