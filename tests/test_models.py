@@ -169,7 +169,8 @@ def test_identity_stable_and_sensitive(tiny_dirs, tmp_path):
     a, b = Qwen2AudioAdapter(str(src), device="cpu"), Qwen2AudioAdapter(str(src), device="cpu")
     ida = a.identity()
     assert ida == b.identity() and a._model is None  # computing it loads no weights
-    assert set(ida) == {"name", "pretrained", "config_hash", "dtype", "transformers"}
+    assert set(ida) == {"name", "pretrained", "config_hash", "dtype", "transformers", "long_audio"}
+    assert ida["long_audio"] == "truncate"  # the documented default of the local models
     assert ida["dtype"] == "float32" and ida["transformers"] == transformers.__version__
     assert Qwen2AudioAdapter(str(src), device="cpu", dtype="bf16").identity()["dtype"] == "bfloat16"
     rebuilt = make_tiny_model("qwen2_audio", tmp_path / "rebuilt")  # deterministic build
