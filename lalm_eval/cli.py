@@ -136,7 +136,7 @@ def run_subcommand(argv: list[str]) -> int:
     else:
         from lalm_eval.models.tiny import make_tiny_model
 
-        print(make_tiny_model(args.arch, args.out_dir))
+        print(make_tiny_model(args.arch, args.out_dir, head_dim=args.head_dim))
     return 0
 
 
@@ -153,3 +153,5 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+    m.add_argument("--head-dim", type=int, default=None,
+                   help="text attention head dim (qwen2_audio; 64 for vLLM's CPU kernels)")

@@ -9,7 +9,8 @@ like a Hub checkpoint through the matching adapter. The encoder keeps ``max_sour
 because the feature extractor pads audio to 30 s. Weights come from a fixed seed (the global
 torch RNG is left alone), so the same call writes the same files. Outputs are gibberish: these
 models test plumbing (batching, padding, caching), not quality. Backs ``lalm-eval
-make-tiny-model <arch> DIR``.
+make-tiny-model <arch> DIR``; ``--head-dim 64`` (Qwen2-Audio) builds the variant vLLM's CPU
+kernels accept (text: 2 heads of 64, 1 KV head).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def _seeded(build):
         return build()
 
 
-def _qwen2_audio(out: Path) -> None:
+def _qwen2_audio(out: Path, head_dim: int | None = None) -> None:
     from transformers import (Qwen2AudioConfig, Qwen2AudioForConditionalGeneration, Qwen2AudioProcessor,
                               WhisperFeatureExtractor)
 
@@ -77,12 +78,15 @@ def _qwen2_audio(out: Path) -> None:
     tokenizer = _tokenizer(_BASE_SPECIAL + audio_tokens, additional_special_tokens=_BASE_SPECIAL[1:] + audio_tokens)
     processor = Qwen2AudioProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=128, sampling_rate=16000),
                                     tokenizer=tokenizer, chat_template=QWEN2_AUDIO_TEMPLATE)
+    text = dict(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2)
+    if head_dim is not None:  # 2 query heads of head_dim, 1 KV head (vLLM's CPU attention rejects head dim 16)
+        text = dict(hidden_size=2 * head_dim, intermediate_size=4 * head_dim, num_attention_heads=2,
+                    num_key_value_heads=1)
     cfg = Qwen2AudioConfig(
         audio_config=dict(model_type="qwen2_audio_encoder", d_model=64, encoder_layers=2, encoder_attention_heads=4,
                           encoder_ffn_dim=128, num_mel_bins=128, max_source_positions=1500),
-        text_config=dict(model_type="qwen2", vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128,
-                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                         max_position_embeddings=4096),
+        text_config=dict(model_type="qwen2", vocab_size=len(tokenizer), num_hidden_layers=2,
+                         max_position_embeddings=4096, **text),
         audio_token_index=tokenizer.convert_tokens_to_ids("<|AUDIO|>"))
     model = _seeded(lambda: Qwen2AudioForConditionalGeneration(cfg))
     _save(model, tokenizer, out, processor)
@@ -148,11 +152,29 @@ def _save(model, tokenizer, out: Path, *processors) -> None:
 _BUILDERS = {"qwen2_audio": _qwen2_audio, "qwen2_5_omni": _qwen25_omni, "qwen3_omni": _qwen3_omni}
 
 
-def make_tiny_model(arch: str, out_dir) -> Path:
-    """Build the tiny ``arch`` (one of :data:`TINY_ARCHS`) into ``out_dir``; returns the folder."""
+#: the architectures whose text-attention head dim ``make_tiny_model(..., head_dim=)`` can set
+HEAD_DIM_ARCHS = ("qwen2_audio",)
+
+
+def make_tiny_model(arch: str, out_dir, head_dim: int | None = None) -> Path:
+    """Build the tiny ``arch`` (one of :data:`TINY_ARCHS`) into ``out_dir``; returns the folder.
+
+    ``head_dim`` (Qwen2-Audio only): the text model gets 2 attention heads of that size and 1 KV
+    head (hidden size ``2 * head_dim``), e.g. 64 for vLLM, whose CPU attention kernels reject the
+    default's head dim of 16. ``None`` builds the default model, byte for byte as before.
+    """
     if arch not in TINY_ARCHS:
         raise ConfigError(f"unknown tiny model {arch!r}; choose one of {', '.join(TINY_ARCHS)}")
+    if head_dim is not None:
+        if arch not in HEAD_DIM_ARCHS:
+            raise ConfigError(f"make-tiny-model: --head-dim is supported for {', '.join(HEAD_DIM_ARCHS)}, "
+                              f"not {arch!r}")
+        if int(head_dim) < 8 or int(head_dim) % 8:
+            raise ConfigError(f"make-tiny-model: --head-dim must be a multiple of 8 (>= 8), got {head_dim!r}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _BUILDERS[arch](out)
+    if head_dim is None:
+        _BUILDERS[arch](out)
+    else:
+        _BUILDERS[arch](out, head_dim=int(head_dim))
     return out
