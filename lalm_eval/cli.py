@@ -107,6 +107,8 @@ def run_subcommand(argv: list[str]) -> int:
     m = sub.add_parser("make-tiny-model", help="build a tiny random-weight model of a real architecture offline")
     m.add_argument("arch")
     m.add_argument("out_dir", type=Path)
+    m.add_argument("--head-dim", type=int, default=None,
+                   help="text attention head dim (qwen2_audio; 64 for vLLM's CPU kernels)")
     sub.add_parser("paths", help="where the task and hub-card folders of this install are")
     r = sub.add_parser("report", help="one report (paper tables, plots) from several runs' output folders")
     r.add_argument("folders", nargs="+", type=Path)
@@ -153,5 +155,3 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-    m.add_argument("--head-dim", type=int, default=None,
-                   help="text attention head dim (qwen2_audio; 64 for vLLM's CPU kernels)")
