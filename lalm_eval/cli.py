@@ -5,6 +5,8 @@
     lalm-eval tasks                         # list tasks and groups
     lalm-eval make-tiny-model qwen2_audio DIR   # tiny random-weight model of a real architecture
     lalm-eval paths                         # where this install's task and card folders are
+    lalm-eval check --model M --model_args ... --tasks T --batch_sizes 1,8 [--model_b B --model_args_b ...]
+                                            # same answers at batch 1 and k, and on another backend?
 
 Imports stay lazy so start-up is fast: torch/transformers load only when a model is built.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -22,7 +25,7 @@ from lalm_eval.cli_support import parse_key_values
 from lalm_eval.errors import LalmEvalError
 
 DEFAULT_CACHE = Path(os.environ.get("LALM_EVAL_CACHE", Path.home() / ".cache" / "lalm_eval"))
-SUBCOMMANDS = ("tasks", "make-tiny-model", "paths", "report")
+SUBCOMMANDS = ("tasks", "make-tiny-model", "paths", "report", "check")
 
 
 def _model_args(text: str) -> dict:
@@ -50,32 +53,118 @@ def eval_parser() -> argparse.ArgumentParser:
                     help="text LLM for the llm_judge metrics: openai:model=M,base_url=URL[,concurrency=N] or "
                          "hf:pretrained=DIR (judgements cached in the cache dir); without it LLM scores are "
                          "reported missing")
+    ap.add_argument("--dry_run", action="store_true",
+                    help="print the requests, audio seconds and (API adapters) token and price estimate the run "
+                         "would send, cache hits discounted, without calling the model")
+    ap.add_argument("--max_cost", type=float, default=None,
+                    help="API adapters: stop sending requests once this many USD are spent (by the provider's "
+                         "usage and the price table); answers so far stay cached, a rerun resumes")
+    ap.add_argument("--prices", default=None, help="price table YAML (default: lalm_eval/models/prices.yaml)")
     return ap
 
 
-def run_eval(args) -> int:
+SECRET_ARG = re.compile(r"(key|token|secret|password)", re.I)
+
+
+def redact_model_args(text: str) -> str:
+    """``model_args`` as written to results: values of secret-looking keys (api_key, token…) masked."""
+    parts = []
+    for part in (text or "").split(","):
+        key, sep, value = part.partition("=")
+        parts.append(f"{key}=***" if sep and SECRET_ARG.search(key) and not key.strip().endswith("_env") else part)
+    return ",".join(parts)
+
+
+def format_plan(plan: dict) -> str:
+    """The ``--dry_run`` table: per task and in total."""
+    lines = ["| task | requests | cached | audio s to send | est. tokens (audio + text) | max output tokens "
+             "| est. USD |", "|---|---|---|---|---|---|---|"]
+
+    def row(name, e):
+        est = e.get("estimate") or {}
+        tokens = (f"{est.get('est_audio_tokens', 0) + est.get('est_text_tokens', 0):,}" if est else "—")
+        cost = est.get("est_cost_usd")
+        usd = f"{cost:.4f}" if isinstance(cost, (int, float)) else "—"
+        return (f"| {name} | {e['requests']} | {e['cached']} | {e['audio_s']:.1f} | {tokens} | "
+                f"{est.get('max_completion_tokens', '—') if est else '—'} | {usd} |")
+
+    lines += [row(name, e) for name, e in plan["tasks"].items()] + [row("**total**", plan["total"])]
+    est = plan["total"].get("estimate") or {}
+    if plan["total"].get("estimate_missing"):
+        lines += ["", plan["total"]["estimate_missing"]]
+    elif est.get("est_cost_usd") is None and est.get("cost_missing_reason"):
+        lines += ["", f"price: {est['cost_missing_reason']}"]
+    lines += ["", "dry run: nothing was sent to the model"]
+    return "\n".join(lines)
+
+
+def attach_budget(adapter, args) -> None:
+    """``--prices`` / ``--max_cost`` handed to an API adapter (other adapters have no price)."""
+    if args.prices is None and args.max_cost is None:
+        return
+    if not hasattr(adapter, "budget"):
+        raise LalmEvalError(f"--max_cost/--prices: adapter {adapter.name!r} is not an API adapter; it has no price")
+    from lalm_eval.cost import Budget, load_prices
+
+    prices = load_prices(args.prices)
+    if hasattr(adapter, "prices"):
+        adapter.prices = prices
+    if args.max_cost is not None:
+        adapter.budget = Budget(args.max_cost, prices)
+
+
+def build_adapter(model: str, model_args_text: str, device: str | None, cache_dir: str):
+    """The registered adapter ``model`` built from ``k=v,k=v`` args (``--device`` and, for adapters
+    with caches of their own, ``--cache_dir`` passed on). Unknown args are the adapter's error."""
     import inspect
+
+    from lalm_eval.models import MODELS
+    from lalm_eval.parallel import local_device
+
+    model_args = _model_args(model_args_text)
+    device = local_device(device or model_args.get("device"))
+    if device:
+        model_args["device"] = device
+    adapter_cls = MODELS.get(model)
+    if "cache_dir" in inspect.signature(adapter_cls.__init__).parameters:  # adapters with caches of their own
+        model_args.setdefault("cache_dir", cache_dir)
+    signature = inspect.signature(adapter_cls.__init__)
+    try:  # an argument the adapter does not take (or a missing one): name it, list the valid ones
+        signature.bind(None, **model_args)
+    except TypeError as exc:
+        params = [n for n, p in signature.parameters.items() if n != "self" and p.kind != p.VAR_KEYWORD]
+        raise LalmEvalError(f"--model {model}: bad model_args ({exc}); it takes: {', '.join(params)}") from None
+    return adapter_cls(**model_args)
+
+
+def run_eval(args) -> int:
     import random
 
     import numpy as np
 
     from lalm_eval.evaluator import evaluate
-    from lalm_eval.models import MODELS
     from lalm_eval.report.assemble import write_outputs
 
     random.seed(args.seed)
     np.random.seed(args.seed)
-    from lalm_eval.parallel import is_main_process, local_device
+    from lalm_eval.parallel import is_main_process
 
-    model_args = _model_args(args.model_args)
-    device = local_device(args.device or model_args.get("device"))
-    if device:
-        model_args["device"] = device
-    adapter_cls = MODELS.get(args.model)
-    if "cache_dir" in inspect.signature(adapter_cls.__init__).parameters:  # adapters with caches of their own
-        model_args.setdefault("cache_dir", args.cache_dir)
-    adapter = adapter_cls(**model_args)
+    adapter = build_adapter(args.model, args.model_args, args.device, args.cache_dir)
+    attach_budget(adapter, args)
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    if args.dry_run:
+        from lalm_eval.evaluator import plan_run
+
+        plan = plan_run(adapter, tasks, include_path=args.include_path, limit=args.limit,
+                        gen_kwargs=_model_args(args.gen_kwargs), cache_dir=Path(args.cache_dir),
+                        use_cache=not args.no_cache)
+        print(format_plan(plan))
+        if args.output_path:
+            out = Path(args.output_path) / "dry_run.json"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")
+            print(f"wrote {out}")
+        return 0
     judge_llm = None
     if args.judge:
         from lalm_eval.judges import judge_llm_from_spec
@@ -84,7 +173,11 @@ def run_eval(args) -> int:
     run = evaluate(adapter, tasks, include_path=args.include_path, batch_size=args.batch_size, limit=args.limit,
                    gen_kwargs=_model_args(args.gen_kwargs), cache_dir=Path(args.cache_dir),
                    use_cache=not args.no_cache, judge_llm=judge_llm, seed=args.seed)
-    config = {"model": args.model, "model_args": args.model_args, "batch_size": args.batch_size, "judge": args.judge,
+    budget = getattr(adapter, "budget", None)
+    not_run = sum(r.get("samples", {}).get("failures", {}).get("budget", 0) for r in run["results"].values())
+    if budget is not None:
+        run["budget"] = {"max_cost_usd": args.max_cost, "spent_usd": budget.spent, "not_run": not_run}
+    config = {"model": args.model, "model_args": redact_model_args(args.model_args), "batch_size": args.batch_size, "judge": args.judge,
               "device": args.device, "seed": args.seed, "limit": args.limit, "gen_kwargs": args.gen_kwargs}
     from lalm_eval.report.assemble import markdown_report
 
@@ -96,6 +189,11 @@ def run_eval(args) -> int:
     if args.output_path:
         files = write_outputs(run, config, args.output_path, args.log_samples)
         print("wrote " + ", ".join(str(p) for p in files.values()))
+    if not_run:
+        print(f"lalm-eval: stopped at --max_cost {args.max_cost} USD (spent {budget.spent:.4f}): {not_run} requests "
+              "not run; rerun the same command with a higher --max_cost to finish (answers so far are cached)",
+              file=sys.stderr)
+        return 3
     return 0
 
 
@@ -145,6 +243,10 @@ def run_subcommand(argv: list[str]) -> int:
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if argv and argv[0] == "check":
+            from lalm_eval.check import main as check_main
+
+            return check_main(argv[1:])
         if argv and argv[0] in SUBCOMMANDS:
             return run_subcommand(argv)
         return run_eval(eval_parser().parse_args(argv))

@@ -1,7 +1,11 @@
 """Run tasks against a model: docs → requests → (cache) → adapter → filters → metrics → results.
 
 Failed generations and undecodable audio are excluded from every denominator and reported
-with their doc ids and errors; nothing is scored as an empty answer.
+with their doc ids, errors and failure kinds; nothing is scored as an empty answer.
+
+What adapters report beside the text (``Response.meta``: audio heard, provider usage and model
+id, cost) lands in each sample row and is summed per task by :func:`sample_info` — truncated
+samples, seconds of audio sent and heard, failures by kind, token usage, every distinct model id.
 """
 
 from __future__ import annotations
@@ -101,12 +105,68 @@ def build_requests(task: Task, docs: list[dict], identity: dict, gen_kwargs: dic
             audios = tuple(decode_audio(a) for a in raw)
         except AudioError as exc:
             log.warning("%s doc %d: audio cannot be decoded (%s); excluded", task.name, doc_id, exc)
-            errors.append({"doc_id": doc_id, "error": f"audio: {exc}"})
+            errors.append({"doc_id": doc_id, "error": f"audio: {exc}", "failure": "audio_decode"})
             continue
         key = key or request_key(identity, task.task_hash, doc_id, audios, list(messages), kwargs)
         requests.append(Request(task.name, doc_id, audios, messages, kwargs, key))
         doc_ids.append(doc_id)
     return TaskRun(task, docs, requests, doc_ids, errors, len(docs))
+
+
+#: ``Response.meta`` keys copied into each sample row (see ``lalm_eval.api``)
+SAMPLE_META = ("audio_s", "seen_s", "truncated", "chunks", "usage", "model", "cost_usd")
+
+
+def sample_info(rows: list[dict], errors: list[dict]) -> dict:
+    """Per-task sums of what the adapter reported: ``truncated`` samples, ``audio_s`` sent and
+    ``seen_s`` heard (over the samples that report them), ``failures`` by kind (generation and
+    audio decoding), token ``usage`` summed per field and ``cost_usd`` (when priced) of the
+    answers generated in this run, ``usage_cached`` of those served by the response cache (paid
+    for by an earlier run), every distinct provider ``model_ids``."""
+    info: dict = {"truncated": sum(bool(r.get("truncated")) for r in rows)}
+    timed = [r for r in rows if "audio_s" in r]
+    if timed:
+        info["audio_s"] = round(sum(r["audio_s"] for r in timed), 3)
+        info["seen_s"] = round(sum(r.get("seen_s", r["audio_s"]) for r in timed), 3)
+        info["samples_with_audio_info"] = len(timed)
+    failures: dict = {}
+    for e in errors:
+        kind = e.get("failure") or "error"
+        failures[kind] = failures.get(kind, 0) + 1
+    if failures:
+        info["failures"] = dict(sorted(failures.items()))
+    for key, subset in (("usage", [r for r in rows if not r.get("cached")]),
+                        ("usage_cached", [r for r in rows if r.get("cached")])):
+        usage: dict = {}
+        for r in subset:
+            for k, v in (r.get("usage") or {}).items():
+                if isinstance(v, (int, float)):
+                    usage[k] = usage.get(k, 0) + v
+        if usage:
+            info[key] = usage
+    ids = sorted({r["model"] for r in rows if r.get("model")})
+    if ids:
+        info["model_ids"] = ids
+    costs = [r["cost_usd"] for r in rows if isinstance(r.get("cost_usd"), (int, float)) and not r.get("cached")]
+    if costs:
+        info["cost_usd"] = round(sum(costs), 6)
+    return info
+
+
+def merge_sample_info(infos: list[dict]) -> dict:
+    """The run's totals over tasks' :func:`sample_info` (usage, model ids, cost, failures, truncated)."""
+    out: dict = {"truncated": 0, "failures": {}, "usage": {}, "usage_cached": {}, "model_ids": set(),
+                 "cost_usd": 0.0}
+    for info in infos:
+        out["truncated"] += info.get("truncated", 0)
+        for key in ("failures", "usage", "usage_cached"):
+            for k, v in info.get(key, {}).items():
+                out[key][k] = out[key].get(k, 0) + v
+        out["model_ids"].update(info.get("model_ids", []))
+        out["cost_usd"] += info.get("cost_usd", 0.0)
+    out["model_ids"] = sorted(out["model_ids"])
+    out["cost_usd"] = round(out["cost_usd"], 6)
+    return out
 
 
 def apply_filters(task: Task, text: str, counters: dict) -> str:
@@ -139,9 +199,12 @@ def score(run: TaskRun, responses: list[Response], context: ScoringContext | Non
         target = run.task.render_target(doc)
         row = {"doc_id": doc_id, "messages": request.messages, "response": response.text, "target": target,
                "error": response.error, "cached": response.cached}
+        row.update({k: response.meta[k] for k in SAMPLE_META if k in response.meta})
+        if response.text is None:
+            row["failure"] = response.failure
         row.update({k: doc[k] for k in (run.task.config.metadata or {}).get("breakdown", []) if k in doc})
         if response.text is None:
-            run.errors.append({"doc_id": doc_id, "error": response.error})
+            run.errors.append({"doc_id": doc_id, "error": response.error, "failure": response.failure})
         else:
             row["filtered"] = apply_filters(run.task, response.text, counters)
             row["metrics"] = {}
@@ -171,22 +234,59 @@ def score(run: TaskRun, responses: list[Response], context: ScoringContext | Non
     return summary, rows, counters, info
 
 
-def evaluate(adapter, task_names: list[str], *, include_path=None, batch_size="1", limit=None,
-             gen_kwargs: dict | None = None, cache_dir: Path, use_cache: bool = True, judge_llm=None,
-             seed: int = 0) -> dict:
-    """Everything the results file needs, plus per-task sample rows under ``"_samples"``."""
-    t0 = time.perf_counter()
+def prepare_runs(adapter, task_names: list[str], *, include_path=None, limit=None, gen_kwargs: dict | None = None,
+                 cache_dir: Path, cache: ResponseCache | None = None) -> tuple[TaskManager, list[Task], list[TaskRun]]:
+    """Tasks resolved and loaded, their docs read and turned into requests (cache-aware)."""
     manager = TaskManager(include_paths=include_path)
-    names = manager.resolve(task_names)
-    tasks = [manager.load_task(n) for n in names]
+    tasks = [manager.load_task(n) for n in manager.resolve(task_names)]
     identity = adapter.identity()
-    cache = ResponseCache(Path(cache_dir) / "responses.sqlite") if use_cache else None
     runs = []
     for task in tqdm(tasks, desc="loading tasks"):
         docs, n_original = load_docs(task, cache_dir, limit)
         run = build_requests(task, docs, identity, gen_kwargs or {}, cache)
         run.n_original = n_original
         runs.append(run)
+    return manager, tasks, runs
+
+
+def plan_run(adapter, task_names: list[str], *, include_path=None, limit=None, gen_kwargs: dict | None = None,
+             cache_dir: Path, use_cache: bool = True) -> dict:
+    """What a run would send, without calling the model (``--dry_run``): per task and in total the
+    requests, how many the response cache already answers (they cost nothing), the audio seconds
+    of the rest, and — from an adapter with ``estimate(requests)`` (the API adapters) — its token
+    and price estimate for them."""
+    cache = ResponseCache(Path(cache_dir) / "responses.sqlite") if use_cache else None
+    _, _, runs = prepare_runs(adapter, task_names, include_path=include_path, limit=limit, gen_kwargs=gen_kwargs,
+                              cache_dir=cache_dir, cache=cache)
+    found = cache.get_many(r.key for run in runs for r in run.requests) if cache is not None else {}
+    estimate = getattr(adapter, "estimate", None)
+    tasks, todo_all = {}, []
+    for run in runs:
+        todo = [r for r in run.requests if r.key not in found]
+        todo_all += todo
+        entry = {"requests": len(run.requests), "cached": len(run.requests) - len(todo),
+                 "unreadable_docs": len(run.errors), "audio_s": round(sum(r.audio_seconds for r in todo), 3)}
+        if estimate is not None:
+            entry["estimate"] = estimate(todo)
+        tasks[run.task.name] = entry
+    total = {"requests": sum(e["requests"] for e in tasks.values()),
+             "cached": sum(e["cached"] for e in tasks.values()),
+             "audio_s": round(sum(r.audio_seconds for r in todo_all), 3)}
+    if estimate is not None:
+        total["estimate"] = estimate(todo_all)
+    else:
+        total["estimate_missing"] = f"adapter {adapter.name!r} has no cost estimate (not an API adapter)"
+    return {"tasks": tasks, "total": total}
+
+
+def evaluate(adapter, task_names: list[str], *, include_path=None, batch_size="1", limit=None,
+             gen_kwargs: dict | None = None, cache_dir: Path, use_cache: bool = True, judge_llm=None,
+             seed: int = 0) -> dict:
+    """Everything the results file needs, plus per-task sample rows under ``"_samples"``."""
+    t0 = time.perf_counter()
+    cache = ResponseCache(Path(cache_dir) / "responses.sqlite") if use_cache else None
+    manager, tasks, runs = prepare_runs(adapter, task_names, include_path=include_path, limit=limit,
+                                        gen_kwargs=gen_kwargs, cache_dir=cache_dir, cache=cache)
     model = adapter
     if cache is not None:
         model = CachedAdapter(adapter, cache,
@@ -200,6 +300,7 @@ def evaluate(adapter, task_names: list[str], *, include_path=None, batch_size="1
         offset += len(run.requests)
         summary, rows, counters, info = score(run, part, context)
         results[run.task.name] = {"summary": summary, "counters": counters, "errors": run.errors, "metrics": info,
+                                  "samples": sample_info(rows, run.errors),
                                   "n": {"original": run.n_original, "effective": len(run.docs),
                                         "scored": len(run.docs) - len(run.errors)}}
         samples[run.task.name] = rows
@@ -207,6 +308,7 @@ def evaluate(adapter, task_names: list[str], *, include_path=None, batch_size="1
     return {"tasks": tasks, "results": results, "groups": groups, "_samples": samples,
             # counted from the responses, so that data-parallel runs report every rank's hits
             "cache": {"hits": sum(r.cached for r in responses), "misses": sum(not r.cached for r in responses)},
+            "usage": merge_sample_info([r["samples"] for r in results.values()]),
             "n_generated": adapter.n_generated, "seconds": time.perf_counter() - t0}
 
 

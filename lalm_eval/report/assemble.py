@@ -52,6 +52,8 @@ def results_document(run: dict, config: dict) -> dict:
             "group_subtasks": {g: e["subtasks"] for g, e in run["groups"].items()},
             "configs": configs, "versions": versions, "n-samples": n_samples, "higher_is_better": hib,
             "config": config, "task_hashes": hashes, "metric_info": metric_info, "cache": run["cache"], "errors": errors,
+            "sample_info": {t.name: run["results"][t.name].get("samples", {}) for t in run["tasks"]},
+            "usage": run.get("usage", {}), "budget": run.get("budget"),
             "total_evaluation_time_seconds": round(run["seconds"], 3),
             "date": _dt.datetime.now().timestamp()}
 
@@ -103,6 +105,55 @@ def _notes(run: dict) -> list[str]:
     return lines
 
 
+def run_notes(run: dict) -> list[str]:
+    """What the model did not hear, what failed and why, and what the provider billed — per task.
+
+    "Audio heard" appears whenever an adapter reported audio seconds (every adapter with an
+    audio limit does), so a 60–120 s MSU run on a 30 s model says how much was cut.
+    """
+    info = {t.name: run["results"][t.name].get("samples") or {} for t in run["tasks"]}
+    lines = []
+    timed = {k: v for k, v in info.items() if "audio_s" in v}
+    if timed:
+        lines += ["", "### Audio heard", "", "| task | samples | truncated | audio s | heard s | heard % |",
+                  "|---|---|---|---|---|---|"]
+        for name, v in timed.items():
+            share = 100 * v["seen_s"] / v["audio_s"] if v["audio_s"] else 100.0
+            lines.append(f"| {name} | {v['samples_with_audio_info']} | {v['truncated']} | {v['audio_s']:.1f} | "
+                         f"{v['seen_s']:.1f} | {share:.1f} |")
+        if any(v["truncated"] for v in timed.values()):
+            lines += ["", "Truncated samples were scored on what the model heard (long_audio=truncate); "
+                          "`long_audio=refuse` fails them instead, `chunk` sends the rest as further clips."]
+    failed = {k: v["failures"] for k, v in info.items() if v.get("failures")}
+    if failed:
+        kinds = sorted({k for v in failed.values() for k in v})
+        lines += ["", "### Failures by kind (left out of every mean)", "",
+                  "| task | " + " | ".join(kinds) + " |", "|---|" + "---|" * len(kinds)]
+        lines += [f"| {name} | " + " | ".join(str(v.get(k, 0)) for k in kinds) + " |" for name, v in failed.items()]
+    billed = {k: v for k, v in info.items() if v.get("usage") or v.get("model_ids")}
+    if billed:
+        fields = sorted({f for v in billed.values() for f in v.get("usage", {})})
+        lines += ["", "### Provider usage", "", "| task | " + " | ".join(fields) + " | cost USD | model ids |",
+                  "|---|" + "---|" * (len(fields) + 2)]
+        for name, v in billed.items():
+            cost = f"{v['cost_usd']:.4f}" if "cost_usd" in v else "—"
+            lines.append(f"| {name} | " + " | ".join(str(v.get("usage", {}).get(f, 0)) for f in fields)
+                         + f" | {cost} | {', '.join(v.get('model_ids', [])) or '—'} |")
+        cached = (run.get("usage") or {}).get("usage_cached") or {}
+        if cached:
+            lines += ["", "Answers served by the response cache were paid for by an earlier run: "
+                          + ", ".join(f"{k} {v}" for k, v in sorted(cached.items())) + " (not in the table)."]
+        ids = (run.get("usage") or {}).get("model_ids", [])
+        if len(ids) > 1:
+            lines += ["", f"**The provider answered with {len(ids)} different model ids: {', '.join(ids)}.**"]
+    budget = run.get("budget")
+    if budget:
+        lines += ["", f"Budget: --max_cost {budget['max_cost_usd']} USD, spent {budget['spent_usd']:.4f} USD; "
+                      f"{budget['not_run']} requests not run" + (" (rerun to resume: answers so far are cached)"
+                                                                  if budget["not_run"] else "")]
+    return lines
+
+
 def markdown_report(run: dict, model_name: str) -> str:
     lines = [f"# lalm-eval report: {model_name}", "",
              "Values are means with 95 % bootstrap intervals; failed generations and unscored samples "
@@ -121,6 +172,7 @@ def markdown_report(run: dict, model_name: str) -> str:
     notes = _notes(run)
     if notes:
         lines += ["", "### Metric notes", ""] + notes
+    lines += run_notes(run)
     if run["groups"]:
         lines += ["", "| group | metric | value |", "|---|---|---|"]
         for g, e in run["groups"].items():

@@ -3,7 +3,10 @@
 ``results_<timestamp>.json`` has lm-eval's top-level keys (``results``, ``groups``,
 ``group_subtasks``, ``configs``, ``versions``, ``n-samples``, ``higher_is_better``, ``config``,
 ``task_hashes``, ``total_evaluation_time_seconds``, ``date``) plus ours: ``cache`` (response-cache
-hits and misses), ``errors`` (failed documents per task) and ``lalm_eval_version``. Metric values
+hits and misses), ``errors`` (failed documents per task, each with its failure kind),
+``sample_info`` (per task: truncated samples, audio seconds sent and heard, failures by kind,
+provider token usage, model ids, cost), ``usage`` (those summed over the run), ``budget``
+(``--max_cost``: limit, spent, requests not run) and ``lalm_eval_version``. Metric values
 are keyed ``"<metric>,<filter>"`` (``"token_f1,none"``) with ``"<metric>_stderr,<filter>"``
 beside them, as lm-eval writes them, so tools that read lm-eval results read ours.
 
@@ -32,7 +35,8 @@ CONFIG_KEYS = ("model", "model_args", "batch_size", "device", "seed", "limit", "
 TOP_LEVEL = {
     "results": dict, "groups": dict, "group_subtasks": dict, "configs": dict, "versions": dict,
     "n-samples": dict, "higher_is_better": dict, "config": dict, "task_hashes": dict, "metric_info": dict,
-    "cache": lambda: {"hits": 0, "misses": 0}, "errors": dict,
+    "cache": lambda: {"hits": 0, "misses": 0}, "errors": dict, "sample_info": dict, "usage": dict,
+    "budget": lambda: None,
     "total_evaluation_time_seconds": lambda: None, "date": lambda: None,
     "lalm_eval_version": lambda: __version__,
 }

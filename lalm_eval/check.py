@@ -1,0 +1,136 @@
+"""``lalm-eval check``: does batching, or the backend, change the answers?
+
+    lalm-eval check --model qwen2_audio --model_args pretrained=DIR --tasks palm_recognition \\
+        --limit 16 --batch_sizes 1,8 [--model_b vllm --model_args_b pretrained=DIR] [--min_identical 1.0]
+
+Runs the first ``--limit`` docs of each task with model A at every batch size of ``--batch_sizes``
+and, when ``--model_b`` is given, with model B at the first batch size, all with the response cache
+off (every answer is generated now). Then, per task, for each comparison against the reference
+(A at the first batch size): the share of docs whose responses are identical (over the docs both
+answered; failures are counted apart) and each metric's difference (other − reference). Exit
+status 1 when any share is below ``--min_identical`` (default 1.0: every answer identical), 0
+otherwise; ``--output_path`` also writes the table as ``check.json``.
+
+Greedy decoding is the point of comparison: with sampling, different answers are expected, and
+the check says so instead of passing or failing on noise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from lalm_eval.errors import ConfigError
+
+
+def parser() -> argparse.ArgumentParser:
+    from lalm_eval.cli import DEFAULT_CACHE
+
+    ap = argparse.ArgumentParser(prog="lalm-eval check", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--model_args", default="")
+    ap.add_argument("--model_b", default=None, help="a second backend to compare (e.g. vllm)")
+    ap.add_argument("--model_args_b", default=None, help="its model args (default: --model_args)")
+    ap.add_argument("--tasks", required=True)
+    ap.add_argument("--include_path", action="append", default=None)
+    ap.add_argument("--limit", type=int, default=16, help="first N docs of each task (default 16)")
+    ap.add_argument("--batch_sizes", default="1,8", help="comma-separated; the first is the reference")
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--gen_kwargs", default="")
+    ap.add_argument("--cache_dir", default=str(DEFAULT_CACHE), help="datasets (responses are never cached here)")
+    ap.add_argument("--min_identical", type=float, default=1.0, help="exit 1 below this share of identical outputs")
+    ap.add_argument("--output_path", default=None)
+    return ap
+
+
+def _batch_sizes(text: str) -> list[str]:
+    sizes = [b.strip() for b in text.split(",") if b.strip()]
+    if not sizes or not all(b.isdigit() and int(b) >= 1 for b in sizes):
+        raise ConfigError(f"--batch_sizes must be positive integers separated by commas, got {text!r}")
+    return sizes
+
+
+def compare(reference: dict, other: dict) -> dict:
+    """Per task: docs compared, identical share, failures on either side, metric differences."""
+    out = {}
+    for task, rows in reference["_samples"].items():
+        theirs = {r["doc_id"]: r for r in other["_samples"].get(task, [])}
+        pairs = [(r, theirs[r["doc_id"]]) for r in rows if r["doc_id"] in theirs]
+        both = [(a, b) for a, b in pairs if a["response"] is not None and b["response"] is not None]
+        same = sum(a["response"] == b["response"] for a, b in both)
+        ref_summary, other_summary = reference["results"][task]["summary"], other["results"][task]["summary"]
+        diffs = {m: (None if ref_summary[m] is None or other_summary.get(m) is None
+                     else other_summary[m] - ref_summary[m])
+                 for m in ref_summary if not m.endswith(("_stderr", "_ci95"))}
+        out[task] = {"compared": len(both), "identical": same,
+                     "identical_share": same / len(both) if both else None,
+                     "failed": len(pairs) - len(both), "metric_diff": diffs,
+                     "first_difference": next(({"doc_id": a["doc_id"], "reference": a["response"],
+                                                "other": b["response"]} for a, b in both
+                                               if a["response"] != b["response"]), None)}
+    return out
+
+
+def _sampling(gen_kwargs: dict, tasks) -> bool:
+    return any({**t.gen_kwargs, **gen_kwargs}.get("do_sample") for t in tasks)
+
+
+def run_check(args) -> tuple[dict, int]:
+    from lalm_eval.cli import _model_args, build_adapter
+    from lalm_eval.evaluator import evaluate
+
+    sizes = _batch_sizes(args.batch_sizes)
+    gen_kwargs = _model_args(args.gen_kwargs)
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    common = dict(include_path=args.include_path, limit=args.limit, gen_kwargs=gen_kwargs,
+                  cache_dir=Path(args.cache_dir), use_cache=False)
+    adapter = build_adapter(args.model, args.model_args, args.device, args.cache_dir)
+    runs = {f"{args.model} @ batch {b}": evaluate(adapter, tasks, batch_size=b, **common) for b in sizes}
+    if args.model_b:
+        other = build_adapter(args.model_b, args.model_args if args.model_args_b is None else args.model_args_b,
+                              args.device, args.cache_dir)
+        runs[f"{args.model_b} @ batch {sizes[0]}"] = evaluate(other, tasks, batch_size=sizes[0], **common)
+    names = list(runs)
+    reference = runs[names[0]]
+    report = {"reference": names[0], "limit": args.limit, "min_identical": args.min_identical,
+              "sampling": _sampling(gen_kwargs, reference["tasks"]),
+              "comparisons": {name: compare(reference, runs[name]) for name in names[1:]}}
+    shares = [t["identical_share"] for c in report["comparisons"].values() for t in c.values()]
+    below = any(s is None or s < args.min_identical for s in shares)
+    return report, 1 if below else 0
+
+
+def format_report(report: dict) -> str:
+    lines = [f"reference: {report['reference']} (first {report['limit']} docs per task)", "",
+             "| compared with | task | identical | failed | metric differences (other − reference) |",
+             "|---|---|---|---|---|"]
+    for name, tasks in report["comparisons"].items():
+        for task, t in tasks.items():
+            share = "—" if t["identical_share"] is None else f"{t['identical']}/{t['compared']} " \
+                                                               f"({100 * t['identical_share']:.1f} %)"
+            diffs = ", ".join(f"{m} {d:+.4f}" for m, d in t["metric_diff"].items() if d is not None) or "—"
+            lines.append(f"| {name} | {task} | {share} | {t['failed']} | {diffs} |")
+    for name, tasks in report["comparisons"].items():
+        for task, t in tasks.items():
+            if t["first_difference"]:
+                d = t["first_difference"]
+                lines += ["", f"first difference, {name}, {task} doc {d['doc_id']}:",
+                          f"  reference: {d['reference']!r:.300}", f"  other:     {d['other']!r:.300}"]
+    if report["sampling"]:
+        lines += ["", "note: a task samples (do_sample); differences are expected — compare greedy runs"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    report, status = run_check(args)
+    print(format_report(report))
+    if args.output_path:
+        out = Path(args.output_path) / "check.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"wrote {out}")
+    verdict = "below" if status else "at or above"
+    print(f"identical share {verdict} --min_identical {report['min_identical']:g}")
+    return status
