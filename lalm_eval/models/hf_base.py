@@ -8,7 +8,9 @@ failing batch is retried sample by sample; a sample that still fails gets ``Resp
 Model and processor load lazily (``identity()`` needs neither). Batching, ``batch_size="auto"``
 and gen kwargs (``max_gen_toks``, ``until``): see ``batching.py``.
 
-``hf-audio`` (this class as is) loads ``transformers.<config.architectures[0]>`` + ``AutoProcessor``.
+``hf-audio`` (this class as is) loads ``transformers.<config.architectures[0]>`` + ``AutoProcessor``;
+a remote-code model (``auto_map`` in its config: MiDashengLM, Kimi-Audio's Hub folder) loads through
+the Auto class its ``auto_map`` names, only with ``trust_remote_code=true``.
 Limits: the processor must take ``text=, audio=, sampling_rate=`` and have a chat template that
 understands ``{"type": "audio"}`` parts; models with another prompt format, placeholder scheme or
 generate call (multi-stage pipelines, talkers, bespoke remote code) need a subclass; audio longer
@@ -86,6 +88,19 @@ def fingerprint(pretrained: str, samples: int = 8, chunk: int = 1 << 16) -> str:
     return h.hexdigest()
 
 
+def _config_dict(pretrained: str) -> dict:
+    """The model's ``config.json`` as a dict (local folder or cached Hub file), without building a config."""
+    import json
+
+    from transformers.utils import cached_file
+
+    path = cached_file(pretrained, "config.json", _raise_exceptions_for_missing_entries=False)
+    if not path:
+        raise ConfigError(f"model {pretrained!r}: no config.json")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
 def _parts(message: dict) -> list:
     return list(c) if isinstance(c := message.get("content"), (list, tuple)) else []
 
@@ -147,15 +162,34 @@ class HFAudioAdapter(Adapter):
     sampling_rate = property(lambda self: int(getattr(getattr(self.processor, "feature_extractor", None),
                                                       "sampling_rate", None) or AUDIO_SR))
 
+    #: ``auto_map`` entries of a remote-code model, in the order tried (``from_pretrained`` of that
+    #: Auto class then imports the model's own code from its folder)
+    REMOTE_AUTO_CLASSES = ("AutoModelForCausalLM", "AutoModelForSpeechSeq2Seq", "AutoModelForSeq2SeqLM", "AutoModel")
+
     def resolve_model_class(self):
+        """The transformers class of ``config.architectures[0]``; for a remote-code model (its
+        config has an ``auto_map``), the Auto class that loads the model's own code — only with
+        ``trust_remote_code=true``, since that runs Python shipped with the weights."""
         import transformers
 
-        name = self.model_class_name or (getattr(transformers.AutoConfig.from_pretrained(
-            self.pretrained, trust_remote_code=self.trust_remote_code), "architectures", None) or [""])[0]
-        if not getattr(transformers, name, None):
-            raise ConfigError(f"{self.pretrained}/config.json: field 'architectures': {name!r} is not a class "
-                              f"of transformers {transformers.__version__}")
-        return getattr(transformers, name)
+        if self.model_class_name:
+            return getattr(transformers, self.model_class_name)
+        raw = _config_dict(self.pretrained)
+        name = (raw.get("architectures") or [""])[0]
+        if getattr(transformers, name, None):
+            return getattr(transformers, name)
+        auto_map = raw.get("auto_map") or {}
+        if auto_map:
+            if not self.trust_remote_code:
+                raise ConfigError(f"{self.pretrained}/config.json: {name or 'the model'} is remote code (auto_map: "
+                                  f"{sorted(auto_map)}); pass trust_remote_code=true to run the model's own code")
+            for key in self.REMOTE_AUTO_CLASSES:
+                if key in auto_map:
+                    return getattr(transformers, key)
+            raise ConfigError(f"{self.pretrained}/config.json: auto_map has no model class among "
+                              f"{list(self.REMOTE_AUTO_CLASSES)} (has {sorted(auto_map)})")
+        raise ConfigError(f"{self.pretrained}/config.json: field 'architectures': {name!r} is not a class "
+                          f"of transformers {transformers.__version__}")
 
     def load_processor(self):
         import transformers
