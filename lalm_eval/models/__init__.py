@@ -17,6 +17,8 @@ MODELS.register("hf-audio", "lalm_eval.models.hf_base:HFAudioAdapter")
 MODELS.register("qwen2_audio", "lalm_eval.models.qwen2_audio:Qwen2AudioAdapter")
 MODELS.register("qwen2_5_omni", "lalm_eval.models.qwen_omni:Qwen25OmniThinkerAdapter")
 MODELS.register("cascade", "lalm_eval.models.cascade:CascadeAdapter")
+MODELS.register("openai_audio", "lalm_eval.models.openai_audio:OpenAIAudioAdapter")
+MODELS.register("gemini", "lalm_eval.models.gemini:GeminiAdapter")
 
 
 def _has_qwen3_omni() -> bool:
