@@ -83,15 +83,15 @@ def make_plan(cfg: MsuConfig, corpus: str = "embedded", corpus_dir: str | None =
     segments, rejected = [], []
     for conv in sorted(report.conversations, key=lambda c: c.id):
         if conv.language not in cfg.languages:
+            rejected.append(f"{conv.id}: language {conv.language!r} is not in languages {list(cfg.languages)}")
             continue
         found, why = select_segments(conv, rule)
         segments += found
         rejected += why
-        if not found and not why:
-            rejected.append(f"{conv.id}: no {cfg.min_segment_s:.0f}-{cfg.max_segment_s:.0f} s window "
-                            f"({conv.duration:.1f} s long)")
     for reason in rejected:
         log.info("segment skipped: %s", reason)
+    if not segments:
+        raise ConfigError(no_segment_message(report, rejected, cfg, corpus, corpus_dir))
     task_ids = [t.id for t in load_taxonomy().tasks]
     asked: dict[str, int] = {}
     questions, llm_stats = {}, {}
@@ -108,8 +108,34 @@ def make_plan(cfg: MsuConfig, corpus: str = "embedded", corpus_dir: str | None =
                 asked[q.task_id] = asked.get(q.task_id, 0) + 1
             items += extra
         questions[seg.id] = items
-    stats = {"llm": dict(llm.settings) if llm is not None else None, **llm_stats,"conversations": len(report.conversations), "segments": len(segments),
-             "skipped_source_items": report.n_skipped, "skipped_segments": rejected,
+    stats = {"llm": dict(llm.settings) if llm is not None else None, **llm_stats,
+             "conversations": len(report.conversations), "segments": len(segments),
+             "skipped_source_items": report.n_skipped,
+             "skipped_source": [{"file": _relative(f, corpus_dir), "reason": r} for f, r in report.skipped],
+             "untranscribed_turns": getattr(report, "n_untranscribed", 0),
+             "skipped_segments": rejected,
              "questions_per_task": dict(sorted(asked.items())),
              "tasks_without_questions": sorted(set(task_ids) - set(asked))}
     return MsuPlan(cfg, segments, questions, stats)
+
+
+def _relative(file: str, corpus_dir: str | None) -> str:
+    """``file`` relative to the corpus folder (so cards do not carry the builder's paths)."""
+    if corpus_dir:
+        try:
+            return str(Path(file).relative_to(Path(corpus_dir).expanduser().resolve()))
+        except ValueError:
+            pass
+    return str(file)
+
+
+def no_segment_message(report: ReadReport, rejected: list[str], cfg: MsuConfig, corpus: str,
+                       corpus_dir: str | None) -> str:
+    """Why a build found nothing to ask about: the reasons per conversation and the knobs."""
+    where = f"{corpus} corpus" + (f" at {corpus_dir}" if corpus_dir else "")
+    shown = "; ".join(rejected[:3]) + (f"; ... ({len(rejected) - 3} more)" if len(rejected) > 3 else "")
+    skipped = f"; {report.n_skipped} source item(s) skipped by the reader" if report.n_skipped else ""
+    return (f"no segment to ask questions about in the {len(report.conversations)} conversation(s) of the "
+            f"{where} (segments are {cfg.min_segment_s:g}-{cfg.max_segment_s:g} s with >= {cfg.min_speakers} "
+            f"speakers; change with --set min_segment_s=... / max_segment_s=... / min_speakers=...): "
+            f"{shown or 'no conversation read'}{skipped}")

@@ -8,6 +8,7 @@ from msu_bench.qa.generate import generate_segment_qa
 from msu_bench.segments import SegmentRule, select_segments
 from msu_bench.taxonomy import load_taxonomy
 from msu_bench.types import Conversation, SpeakerInfo, Turn
+from tests.real_layouts import CALL_TURNS
 
 
 def conversation(n_turns=60, turn_s=4.0, gap=1.0, speakers=("A", "B"), interrupt_every=0):
@@ -47,9 +48,40 @@ def test_single_speaker_window_is_skipped_and_reported():
     assert segments == [] and rejected and "1 speaker" in rejected[0]
 
 
-def test_too_short_conversation_yields_nothing():
+def test_too_short_conversation_yields_nothing_and_says_the_real_span():
     segments, rejected = select_segments(conversation(n_turns=5), SegmentRule())
-    assert segments == [] and rejected == []
+    assert segments == []
+    assert rejected == ["c: no 60-120 s window: the recording is 25.0 s, its turns span 0.0-24.0 s, "
+                        "the longest window on free turn boundaries is 25.0 s (lower min_segment_s to use it)"]
+
+
+def call_conversation(duration=30.0):
+    turns = [Turn(id=f"call-t{i:04d}", speaker=spk, text=text, start=s, end=e)
+             for i, (spk, s, e, text) in enumerate(CALL_TURNS, 1)]
+    return Conversation(id="call", language="en", source="rttm", audio=None, duration=duration,
+                        speakers={s: SpeakerInfo(id=s) for s in "AB"}, turns=turns)
+
+
+def test_a_30_s_call_is_one_segment_spanning_the_whole_recording():
+    # turns span 3.1-26.9 s: a window on the turns alone would be 23.8 s (+0.8 s padding)
+    (seg,), rejected = select_segments(call_conversation(), SegmentRule(min_s=30, max_s=120))
+    assert not rejected and seg.id == "call" and seg.offset == 0.0 and seg.duration == 30.0
+    assert [t.start for t in seg.turns][:2] == [3.1, 5.3]  # whole recording: times unchanged
+    segments, (reason,) = select_segments(call_conversation(), SegmentRule())
+    assert segments == [] and "recording is 30.0 s" in reason and "span 3.1-26.9 s" in reason
+
+
+def test_edges_extend_only_as_far_as_max_s_allows():
+    (seg,), _ = select_segments(call_conversation(duration=40.0), SegmentRule(min_s=20, max_s=35))
+    assert seg.offset == 0.0 and seg.duration == 35.0  # lead-in kept, tail cut at max_s
+    assert seg.turns[-1].end == 26.9
+
+
+def test_windows_never_overlap_when_turn_gaps_are_shorter_than_the_padding():
+    conv = conversation(n_turns=60, turn_s=3.0, gap=0.4)
+    segments, _ = select_segments(conv, SegmentRule(min_s=20, max_s=40))
+    assert len(segments) >= 3
+    assert all(a.offset + a.duration <= b.offset + 1e-6 for a, b in zip(segments, segments[1:]))
 
 
 def test_template_questions_use_only_present_facts():

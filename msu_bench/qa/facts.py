@@ -4,6 +4,10 @@
 A task whose facts are absent (e.g. no emotion labels in a real corpus) returns nothing; the
 generator then asks another task, or the LLM pipeline does. Every answer is read off the
 annotation or the measured timing, never invented.
+
+Turns without text (an RTTM segment no transcript line matched) count for timing and speakers
+only: they are never quoted, never an answer, and a transcription reference is built from the
+turns with text (not asked when a speaker has none).
 """
 
 from __future__ import annotations
@@ -88,26 +92,32 @@ class Facts:
                 yield t, gap
             latest = t.end if latest is None else max(latest, t.end)
 
+    def said(self, spk: str) -> list[Turn]:
+        """The speaker's turns that have text."""
+        return [t for t in self.conv.turns_of(spk) if t.text.strip()]
+
     def emotion_runs(self, spk: str) -> list[tuple[str, Turn]]:
         """The speaker's emotions in order, consecutive repeats collapsed."""
         runs = []
-        for t in self.conv.turns_of(spk):
+        for t in self.said(spk):
             if t.emotion and (not runs or runs[-1][0] != t.emotion):
                 runs.append((t.emotion, t))
         return runs
 
     def voice_quality_runs(self, spk: str) -> list[tuple[str, Turn]]:
         runs = []
-        for t in self.conv.turns_of(spk):
+        for t in self.said(spk):
             vq = t.voice_quality or "normal"
             if not runs or runs[-1][0] != vq:
                 runs.append((vq, t))
         return runs if any(vq != "normal" for vq, _ in runs) else []
 
-    def transcript(self) -> str:
+    def transcript(self) -> str | None:
+        """``{spk_1: ...; spk_2: ...}`` from the turns with text; ``None`` when a speaker has none."""
         parts = []
         for i, spk in enumerate(self.names, start=1):
-            text = " ".join(t.text for t in self.conv.turns_of(spk)) if self.lang == "en" else "".join(
-                t.text for t in self.conv.turns_of(spk))
-            parts.append(f"spk_{i}: {text}")
+            texts = [t.text.strip() for t in self.said(spk)]
+            if not texts:
+                return None
+            parts.append(f"spk_{i}: " + (" " if self.lang == "en" else "").join(texts))
         return "{" + "; ".join(parts) + "}"

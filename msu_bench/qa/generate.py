@@ -43,7 +43,9 @@ def _items(f: Facts, task: str, rng) -> list[tuple[str, str, dict]]:
     out: list[tuple[str, str, dict]] = []
     if task == "t1_sr_speaker_recognition":
         for spk in N:
-            utts = [t.text for t in f.conv.turns_of(spk)]
+            utts = [t.text for t in f.said(spk)]
+            if not utts:
+                continue
             joined = " / ".join(f"“{u}”" for u in utts)
             out.append((_fmt(pick(T["q"]), spk=N[spk]), _fmt(T["a"], utterances=joined), {"speaker": spk}))
     elif task == "t1_sr_speaker_counting":
@@ -52,16 +54,23 @@ def _items(f: Facts, task: str, rng) -> list[tuple[str, str, dict]]:
         out.append((pick(T["q"]), _fmt(T["a"], count_word=word.capitalize() if f.lang == "en" else word), {"count": n}))
     elif task == "t1_sr_silence_overlap_detection":
         for cut, by in f.interruptions():
+            if not cut.text.strip():
+                continue
             q = words_before(cut, by.start, f.lang)
             out.append((_fmt(pick(T["q"]), spk=N[cut.speaker], quote=q),
                         _fmt(T["a_yes"], spk=N[cut.speaker], other=N[by.speaker]),
                         {"turn": cut.id, "interrupted_by": by.id, "overlap_start": by.start}))
         for turn, gap in f.long_pauses():
+            if not turn.text.strip():
+                continue
             out.append((_fmt(pick(T["q_pause"]), spk=N[turn.speaker], quote=f.q(turn)),
                         _fmt(T["a_pause"], seconds=f"{gap:.1f}"), {"turn": turn.id, "pause": round(gap, 2)}))
     elif task == "t1_sac_accent_dialect_recognition":
         for spk, accent in f.speaker_facts("accent"):
-            turn = f.conv.turns_of(spk)[0]
+            said = f.said(spk)
+            if not said:
+                continue
+            turn = said[0]
             out.append((_fmt(pick(T["q"]), spk=N[spk], quote=f.q(turn)),
                         _fmt(T["a"], spk=N[spk], accent=L("accent", accent)), {"speaker": spk, "accent": accent}))
     elif task == "t1_sac_language_recognition":
@@ -75,20 +84,20 @@ def _items(f: Facts, task: str, rng) -> list[tuple[str, str, dict]]:
             out.append((_fmt(pick(T["q"]), spk=N[spk]), _fmt(T["a"], **{field: L(field, value)}), {"speaker": spk, field: value}))
     elif task == "t1_spa_voice_quality_analysis":
         for t in f.turns:
-            if t.voice_quality:
+            if t.voice_quality and t.text.strip():
                 out.append((_fmt(pick(T["q"]), spk=N[t.speaker], quote=f.q(t)),
                             _fmt(T["a"], quality=L("voice_quality", t.voice_quality).capitalize() if f.lang == "en"
                                  else L("voice_quality", t.voice_quality)), {"turn": t.id}))
     elif task == "t1_spa_speech_flow_analysis":
         for t in f.turns:
-            if t.pause_within:
+            if t.pause_within and t.text.strip():
                 before, secs = t.pause_within
                 out.append((_fmt(pick(T["q"]), spk=N[t.speaker], quote=f.q(t)),
                             _fmt(T["a_yes"], spk=N[t.speaker], seconds=f"{secs:.1f}", before=before.rstrip(",.，。")),
                             {"turn": t.id, "pause": secs}))
     elif task == "t1_spa_emotion_recognition":
         for t in f.turns:
-            if t.emotion and t.emotion != "neutral":
+            if t.emotion and t.emotion != "neutral" and t.text.strip():
                 e = L("emotion", t.emotion)
                 out.append((_fmt(pick(T["q"]), spk=N[t.speaker], quote=f.q(t)),
                             _fmt(T["a"], emotion=e.capitalize() if f.lang == "en" else e), {"turn": t.id}))
@@ -114,7 +123,7 @@ def _items(f: Facts, task: str, rng) -> list[tuple[str, str, dict]]:
     elif task == "t2_sda_opinion_change_recognition":
         for spk, change in f.speaker_facts("opinion_change"):
             turn = f.turn(change["turn"])
-            if turn is not None:
+            if turn is not None and turn.text.strip():
                 out.append((_fmt(pick(T["q"]), spk=N[spk]),
                             _fmt(T["a"], spk=N[spk], quote=f.q(turn), **{"from": change["from"], "to": change["to"]}),
                             {"speaker": spk, "turn": turn.id}))
@@ -155,11 +164,16 @@ def _items(f: Facts, task: str, rng) -> list[tuple[str, str, dict]]:
         if rel:
             out.append((pick(T["q"]), _fmt(T["a"], relationship=rel), {}))
     elif task == "t4_mst_dialogue_transcription":
-        out.append((pick(T["q"]), f.transcript(), {"format": "{spk_1: ...; spk_2: ...}"}))
+        transcript = f.transcript()
+        if transcript is not None:
+            untranscribed = sum(not t.text.strip() for t in f.turns)
+            out.append((pick(T["q"]), transcript, {"format": "{spk_1: ...; spk_2: ...}",
+                                                   **({"untranscribed_turns": untranscribed} if untranscribed else {})}))
     elif task in ("t4_msia_paralinguistic_interaction_analysis", "t4_mscr_causal_attribution"):
         for link in f.conv.meta.get("cause_links") or []:
             cause, effect = f.turn(link["cause_turn"]), f.turn(link["effect_turn"])
-            if cause is None or effect is None or not effect.emotion or cause.speaker == effect.speaker:
+            if cause is None or effect is None or not effect.emotion or cause.speaker == effect.speaker \
+                    or not cause.text.strip() or not effect.text.strip():
                 continue
             e = L("emotion", effect.emotion)
             values = dict(spk=N[effect.speaker], other=N[cause.speaker], quote=f.q(effect), emotion=e,
@@ -167,7 +181,7 @@ def _items(f: Facts, task: str, rng) -> list[tuple[str, str, dict]]:
             out.append((_fmt(pick(T["q"]), **values), _fmt(T["a"], **values), {"cause": cause.id, "effect": effect.id}))
     elif task == "t4_msia_social_interaction_analysis":
         for t in f.turns:
-            if t.act in ("agree", "disagree"):
+            if t.act in ("agree", "disagree") and t.text.strip():
                 out.append((_fmt(pick(T["q"]), spk=N[t.speaker], stance=L("stance", t.act)), _fmt(T["a"], text=t.text),
                             {"turn": t.id, "act": t.act}))
     elif task == "t4_mscr_motivation_reasoning":
@@ -193,7 +207,7 @@ def generate_segment_qa(conv: Conversation, task_ids: list[str], asked: dict[str
     for task in order:
         if len(items) >= per_segment:
             break
-        candidates = _items(facts, task, rng)
+        candidates = [c for c in _items(facts, task, rng) if c[1].strip()]  # never an empty answer
         if not candidates:
             continue
         q, a, ev = candidates[int(rng.integers(len(candidates)))]

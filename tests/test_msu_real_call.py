@@ -1,0 +1,85 @@
+"""MSU-Bench built from a real-format 30.0 s two-person call: audio + RTTM + per-turn transcript
+(tests/real_layouts.py), the way a new user brings their own recordings."""
+
+import io
+import json
+import re
+
+import pytest
+import soundfile as sf
+
+from lalm_eval.errors import ConfigError, DataError
+from msu_bench.export import build
+from msu_bench.plan import load_preset
+from tests.real_layouts import CALL_TURNS, write_rttm_call
+
+
+def build_call(tmp_path, calls, **overrides):
+    cfg = load_preset("small", {"languages": ["en"], "min_segment_s": 30, **overrides})
+    out = tmp_path / "out"
+    info = build(out, cfg, corpus="rttm", corpus_dir=str(calls), corpus_options={"language": "en"})
+    return out, info
+
+
+def rows_of(out):
+    import datasets
+
+    # a cache of its own: datasets' default cache has served one fixture's rows for another's
+    ds = datasets.load_dataset(str(out), "all", split="test", cache_dir=str(out.parent / "hf_cache"))
+    return list(ds.cast_column("audio", datasets.Audio(decode=False)))
+
+
+def test_default_60_s_minimum_is_a_clear_error_with_the_real_span(tmp_path):
+    calls = write_rttm_call(tmp_path / "calls")
+    with pytest.raises(ConfigError) as err:
+        build(tmp_path / "out", load_preset("small", {"languages": ["en"]}), corpus="rttm",
+              corpus_dir=str(calls), corpus_options={"language": "en"})
+    message = str(err.value)
+    assert "card template" not in message and "rttm-call: no 60-120 s window" in message
+    assert "recording is 30.0 s" in message and "span 3.1-26.9 s" in message and "min_segment_s" in message
+    assert not (tmp_path / "out" / "README.md").exists()
+
+
+def test_a_30_s_call_builds_with_the_whole_recording_and_non_empty_answers(tmp_path):
+    out, info = build_call(tmp_path, write_rttm_call(tmp_path / "calls"))
+    assert info["stats"]["segments"] == 1 and info["stats"]["segment_seconds"] == [30.0, 30.0]
+    rows = rows_of(out)
+    assert rows and {r["segment_id"] for r in rows} == {"rttm-call"}
+    for r in rows:
+        audio, sr = sf.read(io.BytesIO(r["audio"]["bytes"]))
+        assert len(audio) / sr == pytest.approx(30.0, abs=0.01) and r["duration"] == pytest.approx(30.0)
+        assert r["answer"].strip() and "“”" not in r["answer"] and "“”" not in r["question"]
+    transcript = next(r["answer"] for r in rows if r["task_id"] == "t4_mst_dialogue_transcription")
+    said_by_a = " ".join(text for spk, _, _, text in CALL_TURNS if spk == "A")
+    assert transcript.startswith("{spk_1: " + said_by_a + "; spk_2: ")
+    assert next(r["answer"] for r in rows if r["task_id"] == "t1_sr_speaker_counting") == "Two."
+
+
+def test_untranscribed_turns_stay_out_of_text_answers_and_are_reported(tmp_path):
+    calls = write_rttm_call(tmp_path / "calls", untranscribed=(1, 4))
+    out, info = build_call(tmp_path, calls)
+    assert info["plan"]["untranscribed_turns"] == 2
+    rows = rows_of(out)
+    for r in rows:
+        assert r["answer"].strip() and "“”" not in r["answer"] and not re.search(r"(“\s*”|:\s*;|:\s*})", r["answer"])
+    transcript = next(r["answer"] for r in rows if r["task_id"] == "t4_mst_dialogue_transcription")
+    assert CALL_TURNS[1][3] not in transcript and CALL_TURNS[3][3] in transcript
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "2 turn(s) have no transcript text" in card
+
+
+def test_reader_skips_are_listed_with_reasons_in_build_info_and_card(tmp_path):
+    calls = write_rttm_call(tmp_path / "calls")
+    with (calls / "call.rttm").open("a") as handle:
+        handle.write("SPEAKER call 1 28.0 x <NA> <NA> B <NA> <NA>\n")
+    write_rttm_call(tmp_path / "calls" / "other", name="noaudio", audio=False)
+    out, info = build_call(tmp_path, calls)
+    skipped = info["plan"]["skipped_source"]
+    assert {"file": "call.rttm:14", "reason": "bad SPEAKER line (could not convert string to float: 'x')"} in skipped
+    assert {"file": "other/noaudio.rttm", "reason": "audio missing"} in skipped
+    assert info["plan"]["skipped_source_items"] == len(skipped) == 2
+    saved = json.loads((out / "build_info.json").read_text(encoding="utf-8"))
+    assert saved["plan"]["skipped_source"] == skipped
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "2 source item(s) skipped" in card and "`call.rttm:14`: bad SPEAKER line" in card
+    assert "`other/noaudio.rttm`: audio missing" in card
