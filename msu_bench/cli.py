@@ -19,6 +19,10 @@ def _build(args) -> int:
     from msu_bench.plan import load_preset
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if args.mcq_dir and args.corpus is None:  # the authors' public release alone
+        return _build_mcq(args)
+    args.corpus = args.corpus or "embedded"
+    args.out = args.out or "msu-bench"
     cfg = load_preset(args.preset, parse_key_values(args.set))
     info = build(args.out, cfg, corpus=args.corpus, corpus_dir=args.corpus_dir,
                  corpus_options=parse_key_values(args.corpus_option), repo_id=args.repo_id, llm=llm_from_args(args),
@@ -27,6 +31,19 @@ def _build(args) -> int:
     print(f"wrote {args.out}: {st['total_questions']} questions about {st['segments']} segments "
           f"({', '.join(f'{k}: {v}' for k, v in st['languages'].items())}) in {info['seconds']:.0f} s; "
           f"load with datasets.load_dataset({str(args.out)!r}, 'all')")
+    return 0
+
+
+def _build_mcq(args) -> int:
+    from msu_bench.mcq_export import DEFAULT_OUT, build_mcq
+
+    out = args.out or DEFAULT_OUT
+    info = build_mcq(out, args.mcq_dir, repo_id=args.repo_id)
+    imp = info["stats"]["mcq_import"]
+    reasons = ", ".join(f"{k}: {v}" for k, v in imp["skipped_by_reason"].items()) or "none"
+    print(f"wrote {out}: {imp['questions_kept']} questions kept ({imp['scored_by_default']} scored by default, "
+          f"{imp['reverse_questions']} reverse_* excluded), {imp['questions_skipped']} skipped ({reasons}); "
+          f"see {out}/build_info.json; evaluate with lalm-eval --tasks msu_mcq")
     return 0
 
 
@@ -43,14 +60,15 @@ def main(argv=None) -> int:
     ap.add_argument("--version", action="version", version=f"msu-bench {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="build MSU-Bench and export Parquet + dataset card")
-    b.add_argument("--out", default="msu-bench", help="output folder (default ./msu-bench)")
+    b.add_argument("--out", help="output folder (default ./msu-bench; ./msu-bench-mcq for --mcq-dir alone)")
     b.add_argument("--preset", default="small")
     b.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    b.add_argument("--corpus", default="embedded", help="embedded | alimeeting | chime6 | magicdata | rttm")
+    b.add_argument("--corpus", help="embedded (default) | alimeeting | chime6 | magicdata | rttm")
     b.add_argument("--corpus-dir")
     b.add_argument("--corpus-option", action="append", default=[], metavar="KEY=VALUE")
     b.add_argument("--repo-id")
-    b.add_argument("--mcq-dir", help="local copy of the authors' public MSU-Benchmark release: adds config 'mcq'")
+    b.add_argument("--mcq-dir", help="local copy of the authors' public MSU-Benchmark release: alone, builds just "
+                   "it (config 'mcq', into ./msu-bench-mcq); with --corpus, adds config 'mcq' to that build")
     add_llm_options(b, "asks the tasks the annotation cannot answer")
     b.set_defaults(func=_build)
     add_push_command(sub)

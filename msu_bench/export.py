@@ -73,6 +73,12 @@ def build(out_dir, cfg: MsuConfig, corpus: str = "embedded", corpus_dir: str | N
     durations = [s.duration for s in plan.segments]
     stats.update({"segments": len(plan.segments), "segment_seconds": [round(min(durations), 1), round(max(durations), 1)]
                   if durations else [], "languages": dict(Counter(s.language for s in plan.segments))})
+    mcq_context = {}
+    if mcq_dir:  # what the release import kept and skipped, and why: build_info.json and the card
+        from msu_bench.mcq_export import card_context, mcq_summary
+
+        stats["mcq_import"] = mcq_summary(mcq_dir)
+        mcq_context = card_context(stats["mcq_import"])
     context = {
         "configs_yaml": front_matter({**with_union_config(tier_files), **{k: v for k, v in files.items() if k not in TIERS}},
                                      default_config="all", license="other",
@@ -83,6 +89,7 @@ def build(out_dir, cfg: MsuConfig, corpus: str = "embedded", corpus_dir: str | N
         "licence_note": LICENCES.get(corpus, ""), "stats": stats, "plan": plan.stats,
         "tasks": taxonomy.tasks, "features": feature_rows(FEATURES), "citation": CITATION,
         "build_yaml": yaml.safe_dump(cfg.to_dict(), sort_keys=False).rstrip(), "repo_id": repo_id or DEFAULT_OUT,
+        **mcq_context,
     }
     info = {"config": cfg.to_dict(), "corpus": corpus, "corpus_dir": corpus_dir, "stats": stats, "plan": plan.stats,
             "seconds": round(time.perf_counter() - t0, 2)}

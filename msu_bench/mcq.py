@@ -1,38 +1,130 @@
-"""The authors' public MSU-Benchmark release (Hub ``ASLP-lab/MSU-Benchmark``, 4-option multiple choice):
-``bench_{cn,en}/QA_{cn,en}/<scenario>/QA_short|QA_long/<seg_id>/level{1,2}/<task>.json`` + ``source_audio/``.
-One validated record per question; failures are listed (file + reason) in ``McqReport.skipped``. Audio as
-the release's scorer gives it: a ``no_index`` question gets the target speaker's first segment (``spk_a[0]``,
-else the first speaker; both ``pair`` segments for a verification pair) plus, at level 2, the full audio
-(``full_audio``); any other question gets the full audio only.
+"""The authors' public MSU-Benchmark release (multiple choice), read as its authors' scorer reads it
+(``/work/shared/notes/msu_release.md``; task names, label spellings, schemes and audio-part labels
+are data: ``msu_bench/mcq_release.yaml``)::
+
+    bench_{cn,en}/QA_{cn,en}/<scenario>/QA_short|QA_long/<seg_id>/level{1,2}/<task>.json
+    bench_{cn,en}/source_audio/<scenario>/<wav>.wav     <wav> = first three "__" fields of <seg_id>
+
+What the authors score is kept: every rationale spelling (plain, underscore, letter-prefixed,
+Chinese), English and Chinese task names, question lists under ``qa_result`` / ``result`` /
+``questions``, files without speaker_meta, questions whose "ground truth" label is not at the
+answer letter (kept, ``label_issue`` says why), ``reverse_*`` questions (kept, ``reverse``: the
+tasks leave them out of the score by default), unknown schemes (``scheme: unknown_index``).
+What cannot be asked as the authors ask it (no question text, not four options, an answer that is
+not a letter A-D, a speaker reference or times that cut no clip from the audio, a file whose task
+is unknown) is skipped and listed (``McqReport.skipped``: file, question index, reason), and the
+counts go to ``build_info.json`` and the dataset card (:func:`import_summary`).
+
+Audio parts, as the authors send them: a ``no_index`` question with a ``pair`` gets both clips
+("Clip 1:", "Clip 2:"); any other ``no_index`` question the target's first segment ``spk_a[0]``
+("Target speaker snippet:"); at level >= 2 a ``no_index`` question also gets the full audio
+("Full conversation audio:"); every other scheme the full audio only. Segment times are seconds
+in the source wav.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
 
+import yaml
+
 from lalm_eval.errors import ConfigError, DataError
 
+RELEASE_YAML = Path(__file__).with_name("mcq_release.yaml")
 LANGUAGES = {"cn": "zh", "en": "en"}  # release folder code -> language tag
 LETTERS = ["A", "B", "C", "D"]
-LABELS = ("ground truth", "wrong speaker", "hallucination", "unknown")
-_TABLE = [x.split("=") for x in (  # code=capability=Chinese task name a file stem may carry instead of the code
-    "RSR=SID=反向检索 SR=SID=说话人检索 SVS=SID=说话人观点总结 SC=SID=说话人计数 SV=SID=说话人验证 AI=SAR=口音识别 AR=SAR=年龄 "
-    "GI=SAR=性别识别 ER=SAR=情感识别 SP=SAR=说话人画像 BI=DSR=对话背景推理 RII=DSR=对话身份识别 DAR=DSA=对话行为识别 "
-    "QASI=DSA=问答结构识别 EIR=DCR=多说话人情感交互 MSVS=DCR=多说话人观点总结").split()]
-TASKS = {code: cap for code, cap, _ in _TABLE}  # capabilities SID, SAR at level 1; DSR, DSA, DCR at level 2
-_CN_STEMS = {name: code for code, _, name in _TABLE}  # longest match wins
-_PREFIX = re.compile(r"\s*([A-Za-z])\s*[.)、．:：]\s*(.*)", re.S)  # "A. text", "B) text", "C、text"
+GROUND_TRUTH = "ground truth"
+LAYOUT = "bench_{cn,en}/QA_{cn,en}/<scenario>/QA_short|QA_long/<seg_id>/level<N>/<task>.json"
+HUB_LAYOUT = "annotations/ + audio/ + data/test.jsonl (the Hub dataset ASLP-lab/MSU-Benchmark)"
+QUESTION_KEYS = ("qa_result", "result", "questions")  # the README's key first, then the official reader's
+_PREFIX = re.compile(r"\s*[(（]?\s*([A-Za-z])\s*[)）]?\s*[.)、．:：]\s*(.*)", re.S)  # "A. x", "B) x", "(C): x"
+_REF = re.compile(r"\s*(spk_\w+)\s*\[\s*(\d+)\s*\]\s*")
+
+
+@functools.lru_cache(maxsize=1)
+def release_data() -> dict:
+    """``mcq_release.yaml`` parsed (tasks, capabilities, labels, schemes, part labels)."""
+    data = yaml.safe_load(RELEASE_YAML.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or len(data.get("tasks") or {}) != 16:
+        raise ConfigError(f"{RELEASE_YAML}: 'tasks' must map the release's 16 task codes")
+    return data
+
+
+def _words(text: str) -> str:
+    return " ".join(re.sub(r"[-_\s]+", " ", text.strip().lower()).split())
+
+
+@functools.lru_cache(maxsize=1)
+def _names() -> list[tuple[str, str]]:
+    """(normalised name, code) for every Chinese name and English name/keyword."""
+    out = []
+    for code, t in release_data()["tasks"].items():
+        out += [(_words(n), code) for n in [*t.get("zh", []), t.get("en", ""), *t.get("keywords", [])] if n]
+    return out
+
+
+def task_code(stem: str) -> str | None:
+    """The task code a task file's stem names, or None (no match, or two codes tie: see the YAML)."""
+    tasks, words = release_data()["tasks"], _words(stem)
+    lead = re.split(r"[-_\s]", stem.strip(), maxsplit=1)[0].upper()
+    if stem.strip().upper() in tasks:
+        return stem.strip().upper()
+    if lead in tasks:
+        return lead
+    hits = [(len(n), code) for n, code in _names()
+            if re.search(rf"(?<![a-z0-9]){re.escape(n)}(?![a-z0-9])", words)]
+    if not hits:
+        return None
+    best = max(n for n, _ in hits)
+    codes = {code for n, code in hits if n == best}
+    return codes.pop() if len(codes) == 1 else None
+
+
+def task_info(code: str) -> dict:
+    """``{tier, capability, name}`` of a task code."""
+    t = release_data()["tasks"][code]
+    return {"tier": t["tier"], "capability": t["capability"], "task_name": t["en"]}
+
+
+@functools.lru_cache(maxsize=1)
+def _label_map() -> dict[str, str]:
+    return {_words(s): label for label, spellings in release_data()["labels"].items() for s in spellings}
+
+
+def normalize_label(raw) -> tuple[str | None, str]:
+    """(letter prefix or None, label): ``"A. wrong speaker"`` → ``("A", "wrong speaker")``,
+    ``"ground_truth"`` → ``(None, "ground truth")``, ``"幻觉"`` → ``(None, "hallucination")``; an
+    unknown spelling comes back as written (lower-cased, separators as spaces)."""
+    text = str(raw if raw is not None else "").strip()
+    letter, m = None, _PREFIX.fullmatch(text)
+    if m and m.group(1).upper() in LETTERS and m.group(2).strip():
+        letter, text = m.group(1).upper(), m.group(2)
+    words = _words(text).rstrip(".。")
+    return letter, _label_map().get(words, words)
+
+
+def scheme_of(question_type: str) -> tuple[str, bool]:
+    """(scheme, reverse) of a question_type: the five schemes as they are, ``reverse_*`` kept by
+    name and flagged, anything else ``unknown_index``."""
+    data = release_data()
+    if question_type in data["schemes"]:
+        return question_type, False
+    if question_type.startswith(data["reverse_prefix"]):
+        return question_type, True
+    return data["unknown_scheme"], False
 
 
 class Skip(NamedTuple):
     file: str  # task JSON, relative to the release root
     question: int | None  # index in the file's question list; None when the whole file was skipped
     reason: str  # "<kind>: <detail>"
+    questions: int = 1  # questions lost (a whole file: its question count, when it could be read)
 
 
 @dataclasses.dataclass
@@ -43,7 +135,11 @@ class McqReport:
     files: dict = dataclasses.field(default_factory=dict)  # (lang, scenario, seg_id, level, task) -> task JSON read
 
     def skip_reasons(self) -> Counter:
-        return Counter(s.reason.split(":")[0] for s in self.skipped)
+        """Questions lost per skip kind (a skipped file counts its questions)."""
+        out: Counter = Counter()
+        for s in self.skipped:
+            out[s.reason.split(":")[0]] += s.questions
+        return out
 
 
 class _Bad(Exception):  # a question fails validation; the message is the skip reason
@@ -55,79 +151,146 @@ def _need(ok, reason: str) -> None:
         raise _Bad(reason)
 
 
-def task_code(stem: str) -> str | None:
-    """The task code of a task-file stem: the code itself, or the code of a Chinese task name."""
-    return stem.upper() if stem.upper() in TASKS else _CN_STEMS.get(max(filter(stem.__contains__, _CN_STEMS),
-                                                                         key=len, default=""))
+def _options(opts) -> list[str]:
+    _need(isinstance(opts, list) and len(opts) == 4 and all(isinstance(o, str) for o in opts),
+          f"bad options: not a list of 4 strings: {opts!r}")
+    found = [_PREFIX.fullmatch(o) for o in opts]
+    if all(found) and [m.group(1).upper() for m in found] == LETTERS:
+        return [m.group(2).strip() for m in found]
+    _need(not any(found), f"bad options: letters are not A-D in order: {opts}")
+    return [o.strip() for o in opts]  # unlettered: A-D by position
 
 
-def _clip(ref: str, meta: dict) -> dict:
+def _answer(q: dict) -> str:
+    answer = str(q.get("answer") if q.get("answer") is not None else "").strip()
+    m = re.fullmatch(r"[(（]?\s*([A-Za-z])\s*(?:[)）.、．:：\s].*)?", answer, re.S)
+    letter = m.group(1).upper() if m else ""
+    _need(letter in LETTERS, f"bad answer: {answer!r} is not a letter among the options A-D")
+    return letter
+
+
+def _rationale(rat, answer: str) -> tuple[list[str], list[str], str]:
+    """(label per option A-D, the raw entries, label_issue) — never a skip: the authors score it."""
+    issues = []
+    if isinstance(rat, dict):
+        raw = [str(rat.get(x, rat.get(x.lower(), ""))) for x in LETTERS]
+        parsed = [normalize_label(r) for r in raw]
+    elif isinstance(rat, list):
+        raw = [str(r) for r in rat]
+        parsed = [normalize_label(r) for r in raw]
+        letters = [p[0] for p in parsed]
+        if all(letters) and sorted(letters) == sorted(set(letters)):  # placed by their letter prefixes
+            parsed = [next((p for p in parsed if p[0] == x), (x, "")) for x in LETTERS]
+        elif len(rat) != 4:
+            issues.append(f"{len(rat)} rationale labels for 4 options")
+        parsed = (parsed + [(None, "")] * 4)[:4]
+    else:
+        raw, parsed = [], [(None, "")] * 4
+        issues.append("no rationale list")
+    labels = [label for _, label in parsed]
+    known = set(release_data()["labels"])
+    issues += [f"unrecognised label {lab!r} at {x}" for x, lab in zip(LETTERS, labels) if lab and lab not in known]
+    truth = [x for x, lab in zip(LETTERS, labels) if lab == GROUND_TRUTH]
+    if truth != [answer]:
+        issues.append(f"ground truth at {'/'.join(truth) or 'no option'}, answer {answer}")
+    return labels, raw, "; ".join(issues)
+
+
+def _segment(ref: str, meta: dict, duration: float) -> dict:
+    m = _REF.fullmatch(ref or "")
     try:
-        m = re.fullmatch(r"(spk_\w+)\[(\d+)\]", ref.strip())
         seg = meta[m.group(1)][int(m.group(2))]
         start, end = float(seg["start_time"]), float(seg["end_time"])
     except (AttributeError, KeyError, IndexError, TypeError, ValueError):
-        raise _Bad(f"bad speaker reference: {ref!r} not in speaker_meta, or no start_time/end_time") from None
-    _need(0 <= start < end, f"bad segment times: {ref!r} spans {start}-{end}")
-    return {"ref": m.group(0), "speaker": str(seg.get("spk_id") or m.group(1)), "start": start, "end": end}
+        raise _Bad(f"bad speaker reference: {ref!r} is not a segment with start_time/end_time in "
+                   f"speaker_meta (speakers: {sorted(meta) or 'none'})") from None
+    _need(0 <= start < end <= duration + 0.05,
+          f"bad segment times: {ref!r} spans {start}-{end} s, the source audio {duration:.2f} s")
+    return {"ref": f"{m.group(1)}[{m.group(2)}]", "speaker": str(seg.get("spk_id") or m.group(1)),
+            "start": start, "end": min(end, duration)}
 
 
-def _question(q, meta: dict, level: int) -> dict:
-    _need(isinstance(q, dict) and isinstance(q.get("question"), str) and q["question"].strip(), "no question: no text")
-    opts = q.get("options") if isinstance(q.get("options"), list) else []
-    found = [_PREFIX.fullmatch(o) if isinstance(o, str) else None for o in opts]
-    _need(all(found) and [m.group(1).upper() for m in found] == LETTERS, f"bad options: not 4 lettered A-D: {opts}")
-    answer = str(q.get("answer") or "").strip()
-    letter = answer[:1].upper() if re.fullmatch(r"[A-Za-z](?:[.)、:：\s].*)?", answer, re.S) else ""
-    _need(letter in LETTERS, f"bad answer: letter {answer!r} not among the options A-D")
-    rat = q.get("rationale")
-    labels = [re.sub(r"[-_\s]+", " ", str(r).strip().lower()) for r in rat] if isinstance(rat, list) else []
-    _need(len(labels) == 4 and set(labels) <= set(LABELS), f"bad rationale: {rat} is not 4 labels of {LABELS}")
-    _need(labels.count("ground truth") == 1 and labels[LETTERS.index(letter)] == "ground truth",
-          f"bad rationale: {labels} does not mark exactly the answer {letter} as ground truth")
-    pair = q.get("pair") or {}
-    _need(isinstance(pair, dict), f"bad pair: not an object: {pair!r}")
+def _question(q, meta: dict, level: int, lang: str, duration: float) -> dict:
+    _need(isinstance(q, dict), f"not a question: item is a {type(q).__name__}, not an object")
+    _need(isinstance(q.get("question"), str) and q["question"].strip(), "no question: empty or missing 'question'")
+    options, answer = _options(q.get("options")), _answer(q)
+    labels, raw, issue = _rationale(q.get("rationale"), answer)
+    qtype = str(q.get("question_type") or "").strip().lower()
+    scheme, reverse = scheme_of(qtype)
+    pair = q.get("pair") if isinstance(q.get("pair"), dict) else {}
     pair = {"left": str(pair.get("left") or ""), "right": str(pair.get("right") or "")}
-    qtype, refs = str(q.get("question_type") or "").strip().lower(), []
+    names = release_data()["part_labels"][lang]
     if qtype == "no_index" and pair["left"] and pair["right"]:  # verification pair: two clips
-        refs = [pair["left"], pair["right"]]
+        parts = [("clip", pair["left"], names["clip"].format(n=1)), ("clip", pair["right"], names["clip"].format(n=2))]
     elif qtype == "no_index":  # the target speaker's first segment
-        first = "spk_a" if meta.get("spk_a") else next((k for k, v in meta.items() if v), None)
-        _need(first is not None, "bad speaker reference: no_index question but speaker_meta is empty")
-        refs = [f"{first}[0]"]
-    return {"question_type": qtype, "question": q["question"].strip(), "options": [m.group(2).strip() for m in found],
-            "option_letters": list(LETTERS), "answer": letter, "answer_text": str(q.get("answer_text") or ""),
-            "rationale": labels, "pair": pair, "clips": [_clip(r, meta) for r in refs],
-            "full_audio": qtype != "no_index" or level >= 2}
+        parts = [("target", "spk_a[0]", names["target"])]
+    else:
+        parts = []
+    clips = [{"role": role, "label": label, **_segment(ref, meta, duration)} for role, ref, label in parts]
+    full = qtype != "no_index" or level >= 2
+    return {"question_type": qtype, "scheme": scheme, "reverse": reverse, "question": q["question"].strip(),
+            "options": options, "option_letters": list(LETTERS), "answer": answer,
+            "answer_text": str(q.get("answer_text") or ""), "rationale": labels, "rationale_raw": raw,
+            "label_issue": issue, "labels_consistent": not issue, "pair": pair, "clips": clips,
+            "full_audio": full, "full_audio_label": names["full"] if full else "",
+            "sub_question_type": str(q.get("sub_question_type") or "")}
 
 
 def _find_audio(root: Path, index: dict, hint, code: str, scenario: str, seg_id: str) -> tuple[Path | None, bool]:
-    """The JSON's ``source_audio``, ``source_audio/<scenario>/<wav>``, else a search (then True)."""
+    """The JSON's ``source_audio`` (relative to ``bench_<lang>``), ``source_audio/<scenario>/<wav>``
+    under ``bench_<lang>`` / the other language's folder / the root, else a search (then True)."""
     names = [seg_id, "__".join(seg_id.split("__")[:3])]  # the wav drops the "__idx..__t0-t1" window
     rels = [hint] if isinstance(hint, str) and hint.endswith(".wav") else []
     rels += [f"source_audio/{scenario}/{n}.wav" for n in names]
-    hit = next((b / r for r in rels for b in (root / f"bench_{code}", root) if (b / r).is_file()), None)
+    bases = [root / f"bench_{code}"] + [root / f"bench_{c}" for c in LANGUAGES if c != code] + [root]
+    hit = next((b / r for r in rels for b in bases if (b / r).is_file()), None)
     if hit is None and "" not in index:  # every wav under a source_audio/ folder at any depth, listed once
         index[""] = [p for p in sorted(root.rglob("*.wav")) if "source_audio" in p.relative_to(root).parts]
     found = [] if hit else sorted((scenario not in p.parts, p) for p in index[""] if p.stem in names)
     return (hit, False) if hit else (found[0][1], True) if found else (None, False)
 
 
+def _check_layout(root: Path) -> None:
+    if any((root / f"bench_{c}").is_dir() or (root / f"QA_{c}").is_dir() for c in LANGUAGES):
+        return
+    if (root / "data" / "test.jsonl").is_file() or ((root / "annotations").is_dir() and (root / "audio").is_dir()):
+        raise DataError(root, f"this is the Hub layout ({HUB_LAYOUT}), whose schema could not be established "
+                        f"(no file of it could be read when the importer was written); msu-bench reads the "
+                        f"authors' GitHub layout {LAYOUT} with bench_<lang>/source_audio/<scenario>/<wav>.wav")
+
+
 def read_mcq_release(root, languages=("cn", "en")) -> McqReport:
-    """Every valid question of the release under ``root``; skipped files and questions are listed."""
+    """Every question of the release under ``root`` that the authors score; the rest listed with reasons."""
     root = Path(root)
     if not root.is_dir():
         raise ConfigError(f"{root}: MSU-Benchmark release folder not found")
     if set(languages) - set(LANGUAGES):
         raise ConfigError(f"release languages {list(languages)}: use some of {sorted(LANGUAGES)}")
+    _check_layout(root)
     report, wavs = McqReport(), {}
     for code in languages:
         qa_root = next((p for p in (root / f"bench_{code}" / f"QA_{code}", root / f"QA_{code}") if p.is_dir()), None)
         for path in sorted(qa_root.glob("*/QA_*/*/level[0-9]/*.json")) if qa_root else []:
             _read_file(root, path, code, wavs, report)
     if not report.files and not report.skipped:
-        raise DataError(root, "no task JSON at bench_{cn,en}/QA_{cn,en}/<scenario>/QA_*/<seg_id>/level<N>/<task>.json")
+        raise DataError(root, f"no task JSON at {LAYOUT} (nor the Hub layout {HUB_LAYOUT})")
     return report
+
+
+def _questions(data) -> tuple[dict, list, str | None]:
+    """(speaker_meta, question items, problem) of a task JSON."""
+    if not isinstance(data, dict):
+        return {}, [], f"no questions: the JSON is a {type(data).__name__}, not an object"
+    key = next((k for k in QUESTION_KEYS if isinstance(data.get(k), list)), None)
+    if key is None:
+        return {}, [], f"no questions: none of {list(QUESTION_KEYS)} is a list"
+    items = list(data[key])
+    meta = data.get("speaker_meta")
+    if items and isinstance(items[0], dict) and "speaker_meta" in items[0] and "question" not in items[0]:
+        meta, items = items[0]["speaker_meta"], items[1:]
+    if meta is not None and not isinstance(meta, dict):
+        return {}, items, f"bad speaker_meta: a {type(meta).__name__}, not an object"
+    return meta or {}, items, None if items else f"no questions: {key!r} holds no question"
 
 
 def _read_file(root: Path, path: Path, code: str, wavs: dict, report: McqReport) -> None:
@@ -136,64 +299,60 @@ def _read_file(root: Path, path: Path, code: str, wavs: dict, report: McqReport)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return report.skipped.append(Skip(rel, None, f"unreadable JSON: {exc}"))
-    data = data if isinstance(data, dict) else {}
-    items = next((data[k] for k in ("result", "qa_result") if isinstance(data.get(k), list) and data[k]), [])
-    first = items[0] if items and isinstance(items[0], dict) else {}
-    meta, questions = first.get("speaker_meta") or {}, items[1:] if "speaker_meta" in first else items
-    audio, searched = _find_audio(root, wavs, data.get("source_audio"), code, scenario, seg_id)
+        return report.skipped.append(Skip(rel, None, f"unreadable JSON: {exc}", 0))
+    meta, questions, problem = _questions(data)
     key = (code, scenario, seg_id, level_dir, task)
-    reason = ("unknown task: file stem is not a task code" if task is None
-              else "no questions: no 'result' / 'qa_result' list" if not questions
-              else "bad speaker_meta: not an object" if not isinstance(meta, dict)
-              else f"duplicate task file: same ids as {report.files.get(key)}" if key in report.files
-              else f"no source audio: {seg_id}.wav not under source_audio/" if audio is None else None)
+    audio, searched = _find_audio(root, wavs, data.get("source_audio") if isinstance(data, dict) else None,
+                                  code, scenario, seg_id)
+    duration = None
+    if audio is not None and problem is None:
+        import soundfile as sf
+
+        try:
+            duration = wavs[audio] if audio in wavs else wavs.setdefault(audio, sf.info(str(audio)).duration)
+        except (RuntimeError, sf.LibsndfileError) as exc:
+            problem = f"unreadable audio: {audio.name}: {exc}"
+    reason = (problem or (f"unknown task: file name {path.stem!r} names no task of {RELEASE_YAML.name} "
+                          "(none, or two equally well)" if task is None
+                          else f"duplicate task file: same ids as {report.files.get(key)}" if key in report.files
+                          else f"no source audio: {'__'.join(seg_id.split('__')[:3])}.wav not under "
+                               f"bench_<lang>/source_audio/{scenario}/" if audio is None else None))
     if reason:
-        return report.skipped.append(Skip(rel, None, reason))
+        return report.skipped.append(Skip(rel, None, reason, len(questions)))
     report.files[key] = rel
     audio_rel = audio.relative_to(root).as_posix() if audio.is_relative_to(root) else str(audio)
     report.audio_found_by_search += [(rel, audio_rel)] if searched else []  # not where the layout puts it
     level, lang = int(level_dir[5:]), LANGUAGES[code]
     for i, q in enumerate(questions):
         try:
-            fields = _question(q, meta, level)
+            fields = _question(q, meta, level, lang, duration)
         except _Bad as exc:
             report.skipped.append(Skip(rel, i, str(exc)))
             continue
         report.records.append({
             "id": f"{lang}/{scenario}/{seg_id}/level{level}/{task}/{i}", "language": lang, "scenario": scenario,
-            "length": length[3:], "seg_id": seg_id, "level": level, "task": task, "capability": TASKS[task],
+            "length": length[3:], "seg_id": seg_id, "level": level, "task": task, **task_info(task),
             **fields, "speaker_meta": json.dumps(meta, ensure_ascii=False), "audio_path": audio_rel,
             "source_file": rel, "question_index": i})
 
 
-_PROMPT = {  # the release scorer's prompt: question, options, then a fixed last-line answer format
-    "en": "{q}\n\nOptions:{o}\n\n[Output format]\nOn the very last line of your reply, output only: Final answer: {x}.\n",
-    "zh": "{q}\n\n选项：{o}\n\n【输出格式要求】\n在回复的最后一行按照固定格式输出：最后答案：{x}。\n"}
-_FINAL = re.compile(r"(?i:final\s*answer|最后答案|最终答案)\s*(?i:is)?\s*[:：]?\s*[*(（\[【]*\s*([A-Da-d])(?![A-Za-z])")
-_BARE = re.compile(r"[\s*(（\[【]*([A-Da-d])[\s*)）\]】.。:：]*")
-_LONE = re.compile(r"(?<![A-Za-z])([A-D])(?![A-Za-z])")
-
-
-def mcq_prompt(record: dict, language: str | None = None) -> str:
-    """Question + "A. ..." options + the instruction to end with "Final answer: X" ("最后答案：X")."""
-    lang = LANGUAGES.get(language, language) if language else record["language"]
-    if lang not in _PROMPT:
-        raise ConfigError(f"prompt language {language!r}: use 'en' or 'zh'")
-    options = "".join(f"\n{x}. {t}" for x, t in zip(record["option_letters"], record["options"]))
-    return _PROMPT[lang].format(q=record["question"], o=options, x="/".join(record["option_letters"]))
-
-
-def extract_letter(response: str | None, language: str | None = None, letters=LETTERS) -> str | None:
-    """The last "Final answer: X" / "最后答案：X" (both recognised whatever the prompt's ``language``),
-    else a bare letter, else the one capital A-D standing alone ("The answer is (D)"), else ``None``."""
-    text = (response or "").strip()
-    hit = (_FINAL.findall(text) or [m.group(1) for m in [_BARE.fullmatch(text)] if m] or [""])[-1].upper()
-    lone = {x for x in _LONE.findall(text) if x in letters}
-    return hit if hit in tuple(letters) else lone.pop() if len(lone) == 1 else None
-
-
-def classify_wrong(record: dict, letter: str | None) -> str:
-    """The rationale label of the chosen option ("ground truth" when right); "no answer" when none."""
-    letters = record["option_letters"]
-    return record["rationale"][letters.index(letter)] if letter in letters else "no answer"
+def import_summary(report: McqReport) -> dict:
+    """What the import kept and skipped, for ``build_info.json`` and the card."""
+    recs = report.records
+    return {
+        "task_files_read": len(report.files), "questions_kept": len(recs),
+        "questions_skipped": sum(s.questions for s in report.skipped),
+        "files_skipped": sum(s.question is None for s in report.skipped),
+        "skipped_by_reason": dict(sorted(report.skip_reasons().items())),
+        "skips": [{"file": s.file, "question": s.question, "reason": s.reason, "questions": s.questions}
+                  for s in report.skipped],
+        "reverse_questions": sum(r["reverse"] for r in recs),
+        "scored_by_default": sum(not r["reverse"] for r in recs),
+        "label_issues": sum(bool(r["label_issue"]) for r in recs),
+        "unknown_index": sum(r["scheme"] == release_data()["unknown_scheme"] for r in recs),
+        "audio_found_by_search": len(report.audio_found_by_search),
+        "by_language": dict(sorted(Counter(r["language"] for r in recs).items())),
+        "by_tier": dict(sorted(Counter(r["tier"] for r in recs).items())),
+        "by_task": dict(sorted(Counter(r["task"] for r in recs).items())),
+        "by_scheme": dict(sorted(Counter(r["scheme"] for r in recs).items())),
+    }

@@ -5,11 +5,13 @@
     builder.download_and_prepare()
     ds = builder.as_dataset()["test"]
 
-Every row embeds its conversation audio (16 kHz mono FLAC, resampled by ``lalm_eval.audio.io``);
-the audio is decoded and encoded once per source wav and shared by that wav's consecutive rows.
-``clips`` are the segments a ``no_index`` question is asked about (seconds in that audio);
-``full_audio`` says whether the model also hears the whole conversation (see ``msu_bench.mcq``).
-Skipped files and questions are logged and kept in ``builder.report``.
+Each row carries the audio parts the authors send (``msu_bench.mcq``): ``clips`` are the segments
+of a ``no_index`` question (both clips of a verification pair, or the target's first segment),
+each with its text label and its audio cut from the source wav by its times (a ranged read of
+those frames only, then 16 kHz mono FLAC); ``audio`` is the whole conversation (decoded and encoded
+once per source wav, shared by that wav's consecutive rows), sent when ``full_audio`` is true,
+after ``full_audio_label``. Skipped files and questions are kept in ``builder.report``
+(:func:`msu_bench.mcq.import_summary` puts them in ``build_info.json`` and the card).
 """
 
 from __future__ import annotations
@@ -19,14 +21,17 @@ import logging
 from pathlib import Path
 
 import datasets
+import numpy as np
+import soundfile as sf
 
-from lalm_eval.audio.io import TARGET_SR, encode_audio, read_audio
-from lalm_eval.errors import ConfigError
+from lalm_eval.audio.io import TARGET_SR, encode_audio, read_audio, resample, to_mono
+from lalm_eval.errors import AudioError, ConfigError
 from msu_bench.mcq import McqReport, read_mcq_release
 
 log = logging.getLogger(__name__)
 
 _STR = datasets.Value("string")
+_F64 = datasets.Value("float64")
 FEATURES = datasets.Features({
     "id": _STR,  # <language>/<scenario>/<seg_id>/level<N>/<task>/<question index>
     "language": _STR,  # zh | en
@@ -35,18 +40,27 @@ FEATURES = datasets.Features({
     "seg_id": _STR,
     "level": datasets.Value("int32"),  # 1 | 2
     "task": _STR,  # RSR SR SVS SC SV AI AR GI ER SP BI RII DAR QASI EIR MSVS
-    "capability": _STR,  # SID SAR (level 1), DSR DSA DCR (level 2)
-    "question_type": _STR,  # no_index | time_index | transcript_index | speaker_index | complex_index
+    "task_name": _STR,  # its English name (msu_bench/mcq_release.yaml)
+    "tier": _STR,  # tier1 | tier2, from the task code
+    "capability": _STR,  # SID SAR (tier 1), DSR DSA DCR (tier 2)
+    "question_type": _STR,  # as written in the release
+    "scheme": _STR,  # no_index time_index transcript_index speaker_index complex_index | reverse_* | unknown_index
+    "reverse": datasets.Value("bool"),  # a reverse_* question: left out of the score by default
     "question": _STR,
     "options": datasets.List(_STR),  # option texts without their "A. " prefix
     "option_letters": datasets.List(_STR),  # A B C D
     "answer": _STR,  # a letter
     "answer_text": _STR,
-    "rationale": datasets.List(_STR),  # per option letter: ground truth | wrong speaker | hallucination | unknown
+    "rationale": datasets.List(_STR),  # per option letter: ground truth | wrong speaker | hallucination | unknown | as written
+    "rationale_raw": datasets.List(_STR),  # the release's entries
+    "label_issue": _STR,  # "" or why the labels disagree with the answer (kept and scored, as by the authors)
+    "labels_consistent": datasets.Value("bool"),
     "pair": {"left": _STR, "right": _STR},  # verification pair references ("spk_a[0]"), or ""
-    "clips": datasets.List({"ref": _STR, "speaker": _STR, "start": datasets.Value("float64"),
-                            "end": datasets.Value("float64")}),
-    "full_audio": datasets.Value("bool"),
+    "clips": datasets.List({"role": _STR, "label": _STR, "ref": _STR, "speaker": _STR, "start": _F64, "end": _F64,
+                            "audio": datasets.Audio(sampling_rate=TARGET_SR)}),
+    "full_audio": datasets.Value("bool"),  # the model also hears `audio`
+    "full_audio_label": _STR,
+    "sub_question_type": _STR,
     "speaker_meta": _STR,  # the file's speaker_meta as JSON
     "audio": datasets.Audio(sampling_rate=TARGET_SR),
     "duration": datasets.Value("float32"),
@@ -54,6 +68,20 @@ FEATURES = datasets.Features({
     "source_file": _STR,  # task JSON, relative to data_dir
     "question_index": datasets.Value("int32"),
 })
+
+
+def cut(path: Path, start: float, end: float) -> np.ndarray:
+    """Seconds ``start``-``end`` of an audio file as 16 kHz mono float32, reading those frames only."""
+    try:
+        with sf.SoundFile(str(path)) as f:
+            sr, first = f.samplerate, max(0, int(round(start * f.samplerate)))
+            f.seek(min(first, f.frames))
+            frames = f.read(max(0, min(int(round(end * sr)), f.frames) - first), dtype="float32", always_2d=True)
+    except (RuntimeError, sf.LibsndfileError) as exc:
+        raise AudioError(f"{path}: cannot read {start}-{end} s ({exc})") from exc
+    if not len(frames):
+        raise AudioError(f"{path}: no samples between {start} and {end} s")
+    return resample(to_mono(frames), sr, TARGET_SR)
 
 
 @dataclasses.dataclass
@@ -85,18 +113,23 @@ class MsuMcq(datasets.GeneratorBasedBuilder):
     def _generate_examples(self, data_dir, languages):
         report = self.report = read_mcq_release(data_dir, languages)
         if report.skipped:
-            log.warning("MSU-Benchmark: %d file(s)/question(s) skipped: %s", len(report.skipped),
-                        dict(report.skip_reasons()))
+            log.warning("MSU-Benchmark: %d question(s) skipped (see build_info.json): %s",
+                        sum(s.questions for s in report.skipped), dict(report.skip_reasons()))
         for json_file, wav in report.audio_found_by_search:
-            log.warning("%s: source audio not at source_audio/<scenario>/; found by search: %s", json_file, wav)
+            log.warning("%s: source audio not at bench_<lang>/source_audio/<scenario>/; found by search: %s",
+                        json_file, wav)
         path, audio, duration = None, None, 0.0
         for index, record in enumerate(report.records):
+            source = Path(data_dir) / record["audio_path"]
             if record["audio_path"] != path:
                 path = record["audio_path"]
-                samples, _ = read_audio(Path(data_dir) / path, TARGET_SR)
-                audio = {"bytes": encode_audio(samples, TARGET_SR, "flac"), "path": f"{Path(path).stem}.flac"}
+                samples, _ = read_audio(source, TARGET_SR)
+                audio = {"bytes": encode_audio(samples, TARGET_SR, "flac"), "path": f"{source.stem}.flac"}
                 duration = len(samples) / TARGET_SR
-            yield datasets.builder.Key(0, index), {**record, "audio": audio, "duration": duration}
+            clips = [{**c, "audio": {"bytes": encode_audio(cut(source, c["start"], c["end"]), TARGET_SR, "flac"),
+                                     "path": f"{source.stem}_{c['start']:.2f}-{c['end']:.2f}.flac"}}
+                     for c in record["clips"]]
+            yield datasets.builder.Key(0, index), {**record, "clips": clips, "audio": audio, "duration": duration}
 
 
 CITATION = """@inproceedings{sun2026msubench,

@@ -112,4 +112,6 @@ def test_mcq_release_exports_as_its_own_config(tmp_path):
     assert len(mcq) == info["stats"]["mcq_questions"] > 0
     assert set(mcq["answer"]) <= {"A", "B", "C", "D"}
     assert all(len(r) == 4 and "ground truth" in r for r in mcq["rationale"])
+    assert info["stats"]["mcq_import"]["skipped_by_reason"]["unknown task"] == 2  # counted in build_info.json
+    assert "| unknown task | 2 |" in (out / "README.md").read_text(encoding="utf-8")  # and in the card
     assert set(datasets.load_dataset(str(out), "all", split="test")["tier"]) == {"tier1", "tier2", "tier3", "tier4"}

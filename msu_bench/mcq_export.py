@@ -1,0 +1,49 @@
+"""``msu-bench build --mcq-dir RELEASE``: the authors' public release alone, as config ``mcq`` of a
+Hub-style folder (Parquet + card + ``build_info.json`` with what was kept and skipped, and why)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from lalm_eval.hub.card import feature_rows, front_matter, render_card
+from lalm_eval.hub.export import export_builders, finish_folder
+from msu_bench.mcq import import_summary, read_mcq_release, release_data
+
+DEFAULT_OUT = "msu-bench-mcq"  # the msu_mcq tasks' dataset_path
+
+
+def mcq_summary(mcq_dir, languages=("cn", "en")) -> dict:
+    """:func:`msu_bench.mcq.import_summary` of the release (reads the JSON files, no audio)."""
+    return import_summary(read_mcq_release(mcq_dir, languages))
+
+
+def card_context(summary: dict) -> dict:
+    """What ``hub_cards/_msu_mcq_import.md.j2`` needs."""
+    data = release_data()
+    return {"mcq": summary, "mcq_tasks": [{"code": c, **t} for c, t in data["tasks"].items()],
+            "mcq_capabilities": data["capabilities"]}
+
+
+def build_mcq(out_dir, mcq_dir, repo_id: str | None = None, languages=("cn", "en")) -> dict:
+    """Import the release under ``mcq_dir`` into ``out_dir/mcq/``; returns build_info."""
+    from msu_bench.mcq_builder import CITATION, FEATURES, MsuMcq
+
+    out_dir, t0 = Path(out_dir), time.perf_counter()
+    summary = mcq_summary(mcq_dir, languages)
+    files, n = export_builders(lambda name, cache: MsuMcq(config_name=name, data_dir=str(mcq_dir), cache_dir=cache,
+                                                          languages=tuple(languages)),
+                               ["mcq"], out_dir, lambda built: len(built["mcq"]["test"]))
+    if n != summary["questions_kept"]:  # the builder re-reads the release: it must agree with the summary
+        raise RuntimeError(f"MSU release import: {n} rows written, {summary['questions_kept']} expected")
+    stats = {"mcq_questions": n, "mcq_import": summary}
+    context = {"configs_yaml": front_matter(files, default_config="mcq", license="cc-by-nc-4.0",
+                                            language=sorted(summary["by_language"]) or ["zh", "en"],
+                                            task_categories=["question-answering"],
+                                            tags=["multi-speaker", "conversation", "audio-language-models",
+                                                  "multiple-choice"], pretty_name="MSU-Benchmark (multiple choice)"),
+               "features": feature_rows(FEATURES), "citation": CITATION, "repo_id": repo_id or DEFAULT_OUT,
+               "mcq_dir": str(mcq_dir), **card_context(summary)}
+    info = {"source": "msu-release", "mcq_dir": str(mcq_dir), "languages": list(languages), "stats": stats,
+            "seconds": round(time.perf_counter() - t0, 2)}
+    return finish_folder(out_dir, render_card("msu_mcq.md.j2", context), info)
