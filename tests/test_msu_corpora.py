@@ -235,3 +235,56 @@ def test_empty_or_missing_corpus_dir_is_a_data_error(reader, tmp_path):
         reader(tmp_path)
     with pytest.raises(DataError, match="not found"):
         reader(tmp_path / "absent")
+
+
+# --- RTTM on a real-format call (tests/real_layouts.py) ---------------------------------------
+
+def test_rttm_transcript_labels_that_match_no_rttm_label_skip_the_recording_with_both_label_sets(tmp_path):
+    from tests.real_layouts import write_rttm_call
+
+    write_rttm_call(tmp_path / "calls", transcript_names={"A": "Alice", "B": "Bob"})
+    write_rttm_call(tmp_path / "calls", name="ok")
+    report = prepare_rttm(tmp_path / "calls", language="en")
+    assert [c.id for c in report.conversations] == ["rttm-ok"]
+    (skip,) = report.skipped
+    assert skip[0].endswith("call.rttm")
+    assert "transcript ['Alice', 'Bob'] vs RTTM ['A', 'B']" in skip[1] and "speaker_map" in skip[1]
+    (tmp_path / "calls" / "ok.rttm").unlink()
+    with pytest.raises(DataError, match=r"no usable RTTM.*skipped: .*call.rttm: speaker labels differ"):
+        prepare_rttm(tmp_path / "calls", language="en")
+
+
+@pytest.mark.parametrize("how", ["file", "overlap"])
+def test_rttm_speaker_map_maps_transcript_labels(tmp_path, how):
+    from tests.real_layouts import CALL_TURNS, write_rttm_call
+
+    calls = write_rttm_call(tmp_path / "calls", transcript_names={"A": "Alice", "B": "Bob"})
+    (tmp_path / "map.yaml").write_text("Alice: A\nBob: B\n")
+    report = prepare_rttm(calls, language="en", speaker_map=str(tmp_path / "map.yaml") if how == "file" else how)
+    (conv,) = report.conversations
+    assert [(t.speaker, t.text) for t in conv.turns] == [(spk, text) for spk, _, _, text in CALL_TURNS]
+    assert report.skipped == [] and report.n_untranscribed == 0
+    assert conv.meta["speaker_map"] == {"Alice": "A", "Bob": "B"}
+
+
+def test_rttm_partial_label_mismatch_is_a_counted_skip_naming_the_label(tmp_path):
+    from tests.real_layouts import CALL_TURNS, write_rttm_call
+
+    calls = write_rttm_call(tmp_path / "calls", transcript_names={"B": "Bob"})
+    report = prepare_rttm(calls, language="en")
+    n_b = sum(spk == "B" for spk, *_ in CALL_TURNS)
+    assert report.n_skipped == n_b and report.n_untranscribed == n_b
+    assert all("speaker 'Bob' is not an RTTM label (A, B; see speaker_map)" in r for _, r in report.skipped)
+
+
+def test_rttm_language_and_speaker_map_errors(tmp_path):
+    from tests.real_layouts import write_rttm_call
+
+    calls = write_rttm_call(tmp_path / "calls")
+    with pytest.raises(ConfigError, match="language=en"):
+        prepare_rttm(calls)
+    with pytest.raises(ConfigError, match="speaker_map='nope.yaml': no such file"):
+        prepare_rttm(calls, language="en", speaker_map="nope.yaml")
+    (calls / "bad.yaml").write_text("- Alice\n- Bob\n")
+    with pytest.raises(DataError, match="bad.yaml.*must map each transcript speaker label"):
+        prepare_rttm(calls, language="en", speaker_map="bad.yaml")

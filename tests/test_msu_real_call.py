@@ -83,3 +83,16 @@ def test_reader_skips_are_listed_with_reasons_in_build_info_and_card(tmp_path):
     card = (out / "README.md").read_text(encoding="utf-8")
     assert "2 source item(s) skipped" in card and "`call.rttm:14`: bad SPEAKER line" in card
     assert "`other/noaudio.rttm`: audio missing" in card
+
+
+def test_transcript_speaker_names_unlike_the_rttm_labels_fail_clearly_or_map(tmp_path):
+    calls = write_rttm_call(tmp_path / "calls", transcript_names={"A": "Alice", "B": "Bob"})
+    with pytest.raises(DataError, match=r"speaker labels differ: transcript \['Alice', 'Bob'\] vs RTTM \['A', 'B'\]"):
+        build_call(tmp_path, calls)
+    cfg = load_preset("small", {"languages": ["en"], "min_segment_s": 30})
+    info = build(tmp_path / "out", cfg, corpus="rttm", corpus_dir=str(calls),
+                 corpus_options={"language": "en", "speaker_map": "overlap"})
+    rows = rows_of(tmp_path / "out")
+    assert info["plan"]["untranscribed_turns"] == 0 and all(r["answer"].strip() for r in rows)
+    transcript = next(r["answer"] for r in rows if r["task_id"] == "t4_mst_dialogue_transcription")
+    assert CALL_TURNS[0][3] in transcript and CALL_TURNS[1][3] in transcript

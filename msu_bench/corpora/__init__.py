@@ -56,9 +56,13 @@ def check_option(name: str, value, allowed) -> None:
         raise ConfigError(f"{name}={value!r} is not one of {', '.join(map(repr, allowed))}")
 
 
-def require_some(conversations: list, root: Path, corpus: str, what: str) -> None:
+def require_some(conversations: list, root: Path, corpus: str, what: str, skipped: list | None = None) -> None:
+    """Raise :class:`DataError` when nothing was read, quoting the first skips (file: reason)."""
     if not conversations:
-        raise DataError(root, f"no usable {corpus} conversations found (expected {what})")
+        why = "; ".join(f"{f}: {r}" for f, r in (skipped or [])[:3])
+        more = f" (+{len(skipped) - 3} more)" if skipped and len(skipped) > 3 else ""
+        raise DataError(root, f"no usable {corpus} conversations found (expected {what})"
+                              + (f"; skipped: {why}{more}" if why else ""))
 
 
 def make_conversation(cid: str, *, source: str, language: str, annotation, audio,

@@ -19,6 +19,15 @@ no text keeps ``text=""``: it is not a skip, it is listed in :attr:`RttmReport.u
 and counted per conversation in ``meta["untranscribed"]``. With no transcript file at all,
 every segment is untranscribed.
 
+Speaker labels: the transcript's labels are checked against the RTTM's, per recording. When
+they share none (e.g. the RTTM says ``spk0``/``spk1`` and the transcript ``Alice``/``Bob``), the
+recording is a counted skip whose reason lists both label sets; when only some differ, each
+transcript turn of an unknown label is a counted skip naming it. ``speaker_map`` maps them:
+a YAML file ``{transcript label: RTTM label}`` (applied to every recording), or ``overlap``:
+each transcript label goes to the RTTM label it overlaps longest in time (one to one, largest
+overlap first; the mapping used is kept in ``meta["speaker_map"]`` and
+:attr:`RttmReport.speaker_maps`).
+
 Conversation ids are ``<source>-<name>`` (``<name>`` is the path under ``corpus_dir`` without
 suffix, ``/`` -> ``-``); ``language`` must be given (it cannot be known from these files).
 """
@@ -28,12 +37,18 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import logging
 from pathlib import Path
 
+import yaml
+
+from lalm_eval.errors import ConfigError, DataError
 from msu_bench.corpora import make_conversation, require_dir, require_some
 from msu_bench.types import ReadReport
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".opus")
+LANGUAGES = ("en", "zh")  # the languages MSU's templates and inference prompts exist in
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
@@ -41,20 +56,38 @@ class RttmReport(ReadReport):
     """A :class:`ReadReport` that also lists the RTTM segments left without text (kept)."""
 
     untranscribed: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (file, segment)
+    #: RTTM file -> {transcript label: RTTM label} applied (``speaker_map`` given)
+    speaker_maps: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
 
     @property
     def n_untranscribed(self) -> int:
         return len(self.untranscribed)
 
 
-def prepare_rttm(corpus_dir, language: str, source: str = "rttm") -> RttmReport:
+def prepare_rttm(corpus_dir, language: str | None = None, source: str = "rttm",
+                 speaker_map: str | None = None) -> RttmReport:
     """Read every ``<name>.rttm`` under ``corpus_dir`` with its audio and transcript."""
     root = require_dir(corpus_dir, "RTTM")
+    if language not in LANGUAGES:
+        raise ConfigError(f"the rttm reader needs the recordings' language, one of {', '.join(LANGUAGES)} "
+                          f"(got {language!r}): --corpus-option language=en")
+    fixed = _load_speaker_map(speaker_map, root) if speaker_map not in (None, "overlap") else None
     report = RttmReport([], [])
     for rttm in sorted(root.rglob("*.rttm")):
         name = rttm.relative_to(root).with_suffix("").as_posix().replace("/", "-")
         segments = _read_rttm(rttm, report.skipped)
-        texts = _assign(segments, _read_transcript(rttm, report.skipped), report.skipped, language)
+        transcript = _read_transcript(rttm, report.skipped)
+        mapping = _overlap_map(segments, transcript) if speaker_map == "overlap" else fixed
+        if mapping:
+            transcript = [(mapping.get(spk, spk), *rest) for spk, *rest in transcript]
+            used = {k: v for k, v in mapping.items() if any(t[0] == v for t in transcript)}
+            report.speaker_maps[str(rttm)] = used
+        mismatch = _label_mismatch(rttm, segments, transcript)
+        if mismatch:
+            report.skipped.append((str(rttm), mismatch))
+            log.warning("skipped %s: %s", rttm, mismatch)
+            continue
+        texts = _assign(segments, transcript, report.skipped, language)
         turns, missing = [], 0
         for i, (speaker, start, end) in enumerate(segments):
             turns.append((speaker, start, end, texts.get(i, "")))
@@ -63,13 +96,59 @@ def prepare_rttm(corpus_dir, language: str, source: str = "rttm") -> RttmReport:
                 report.untranscribed.append((str(rttm), f"{speaker} {start:.3f}-{end:.3f}"))
         audio = next((p for p in (rttm.with_suffix(s) for s in AUDIO_SUFFIXES) if p.is_file()),
                      rttm.with_suffix(".wav"))
+        meta = {"untranscribed": missing, **({"speaker_map": report.speaker_maps[str(rttm)]} if mapping else {})}
         conv = make_conversation(f"{source}-{name}", source=source, language=language,
                                  annotation=rttm, audio=audio, turns=turns, speakers={},
-                                 skipped=report.skipped, meta={"untranscribed": missing})
+                                 skipped=report.skipped, meta=meta)
         if conv is not None:
             report.conversations.append(conv)
-    require_some(report.conversations, root, "RTTM", "<name>.rttm + <name>.wav + <name>.json|.csv")
+    require_some(report.conversations, root, "RTTM", "<name>.rttm + <name>.wav + <name>.json|.csv",
+                 skipped=report.skipped)
     return report
+
+
+def _load_speaker_map(value, root: Path) -> dict[str, str]:
+    """``{transcript label: RTTM label}`` from a YAML file (relative paths: to ``corpus_dir`` first)."""
+    path = Path(str(value)).expanduser()
+    if not path.is_absolute() and not path.is_file() and (root / path).is_file():
+        path = root / path
+    if not path.is_file():
+        raise ConfigError(f"speaker_map={value!r}: no such file (expected a YAML mapping "
+                          "'transcript label: RTTM label', or speaker_map=overlap)")
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeError, yaml.YAMLError) as exc:
+        raise DataError(path, f"cannot read speaker map ({exc})") from None
+    if not isinstance(doc, dict) or not doc or any(isinstance(v, (dict, list)) or v is None for v in doc.values()):
+        raise DataError(path, "must map each transcript speaker label to an RTTM label, e.g. 'Alice: spk0'")
+    return {str(k): str(v) for k, v in doc.items()}
+
+
+def _overlap_map(segments, transcript) -> dict[str, str]:
+    """Transcript label -> the RTTM label it overlaps longest (one to one, largest overlap first)."""
+    overlap: dict[tuple[str, str], float] = {}
+    for spk, start, end, _text, _where in transcript:
+        for seg_spk, seg_start, seg_end in segments:
+            shared = min(end, seg_end) - max(start, seg_start)
+            if shared > 0:
+                overlap[spk, seg_spk] = overlap.get((spk, seg_spk), 0.0) + shared
+    mapping, used = {}, set()
+    for (spk, seg_spk), _ in sorted(overlap.items(), key=lambda kv: (-kv[1], kv[0])):
+        if spk not in mapping and seg_spk not in used:
+            mapping[spk] = seg_spk
+            used.add(seg_spk)
+    return mapping
+
+
+def _label_mismatch(rttm: Path, segments, transcript) -> str | None:
+    """The skip reason of a recording whose transcript labels share none of the RTTM's."""
+    rttm_labels = sorted({s[0] for s in segments})
+    text_labels = sorted({t[0] for t in transcript})
+    if not segments or not transcript or set(text_labels) & set(rttm_labels):
+        return None
+    return (f"speaker labels differ: transcript {text_labels} vs RTTM {rttm_labels}, so no transcript turn "
+            "can be matched; map them with --corpus-option speaker_map=FILE.yaml ('transcript label: RTTM "
+            "label' lines) or speaker_map=overlap")
 
 
 def _read_rttm(path: Path, skipped: list) -> list[tuple[str, float, float]]:
@@ -134,8 +213,10 @@ def _assign(segments, transcript, skipped: list, language: str) -> dict[int, str
             if seg_speaker == speaker and overlap > best_overlap:
                 best, best_overlap = i, overlap
         if best is None:
-            skipped.append((where, f"transcript turn {start:.3f}-{end:.3f} {text[:30]!r} "
-                                     "overlaps no RTTM segment of its speaker"))
+            labels = sorted({s[0] for s in segments})
+            why = (f"speaker {speaker!r} is not an RTTM label ({', '.join(labels)}; see speaker_map)"
+                   if speaker not in labels else "overlaps no RTTM segment of its speaker")
+            skipped.append((where, f"transcript turn {start:.3f}-{end:.3f} {text[:30]!r} {why}"))
             continue
         matched.setdefault(best, []).append(text)
     glue = "" if language == "zh" else " "
