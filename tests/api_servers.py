@@ -16,7 +16,8 @@ from a script:
 
 ``server.records`` lists :class:`Received` (path, headers, prompt texts, audios with their
 sampling rates, the content-part order, the raw JSON body); ``max_in_flight`` is the largest
-number of requests handled at once; ``answered`` counts replies written in full.
+number of requests handled at once; ``answered`` counts replies written in full (and marks
+their records). :meth:`clear_script` drops what is still queued; :meth:`release` ends every hold.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class Received:
     rates: list  # their sampling rates
     order: list  # ("text", str) / ("audio", k) in the order the parts came
     t_start: float = 0.0
+    answered: bool = False  # the reply was written in full
 
     @property
     def prompt(self) -> str:
@@ -107,6 +109,10 @@ class ScriptedServer:
         with self._lock:
             self._rules.append((match, deque(actions)))
 
+    def clear_script(self) -> None:
+        with self._lock:
+            self._rules.clear()
+
     def release(self) -> None:
         self._released.set()
 
@@ -149,6 +155,7 @@ class ScriptedServer:
             self._send(handler, *self.reply(record, action))
             with self._lock:
                 self.answered += 1
+                record.answered = True
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout, killed)
             pass
         finally:
