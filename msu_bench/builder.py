@@ -12,7 +12,7 @@ import json
 import datasets
 import numpy as np
 
-from lalm_eval.audio.io import TARGET_SR, encode_audio, read_audio
+from lalm_eval.audio.io import TARGET_SR, encode_audio, read_audio_span
 from msu_bench.plan import MsuConfig, MsuPlan, make_plan
 from msu_bench.fields import segment_fields
 from msu_bench.taxonomy import load_taxonomy
@@ -92,10 +92,9 @@ class MsuBench(datasets.GeneratorBasedBuilder):
 
 
 def segment_audio(seg) -> np.ndarray:
-    """The segment's span of its recording, mono 16 kHz."""
-    audio, _ = read_audio(seg.audio, target_sr=TARGET_SR)
-    start = int(round(seg.offset * TARGET_SR))
-    return audio[start:start + int(round(seg.duration * TARGET_SR))]
+    """The segment's span of its recording, mono 16 kHz: only that span is decoded (a ranged
+    ``soundfile`` read), so segments of a multi-hour session never decode the whole session."""
+    return read_audio_span(seg.audio, seg.offset, seg.duration, target_sr=TARGET_SR)[0]
 
 
 CITATION = """@article{msubench,

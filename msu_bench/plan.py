@@ -85,6 +85,9 @@ def make_plan(cfg: MsuConfig, corpus: str = "embedded", corpus_dir: str | None =
         if conv.language not in cfg.languages:
             rejected.append(f"{conv.id}: language {conv.language!r} is not in languages {list(cfg.languages)}")
             continue
+        if conv.audio is None:  # the reader counted why (audio missing / unreadable)
+            rejected.append(f"{conv.id}: no readable audio, so no segment")
+            continue
         found, why = select_segments(conv, rule)
         segments += found
         rejected += why

@@ -96,3 +96,45 @@ def test_transcript_speaker_names_unlike_the_rttm_labels_fail_clearly_or_map(tmp
     assert info["plan"]["untranscribed_turns"] == 0 and all(r["answer"].strip() for r in rows)
     transcript = next(r["answer"] for r in rows if r["task_id"] == "t4_mst_dialogue_transcription")
     assert CALL_TURNS[0][3] in transcript and CALL_TURNS[1][3] in transcript
+
+
+def test_segment_audio_decodes_only_its_span_of_a_long_session(tmp_path, monkeypatch):
+    import numpy as np
+
+    from lalm_eval.audio import io as audio_io
+    from lalm_eval.audio.io import read_audio
+    from msu_bench.builder import segment_audio
+    from msu_bench.types import Conversation
+    from tests.real_layouts import call_audio
+
+    path = tmp_path / "session.flac"  # a 10-minute two-channel telephone session at 8 kHz
+    sf.write(path, call_audio(CALL_TURNS * 1, seconds=600.0, sr=8000, channels=2), 8000)
+    whole, _ = read_audio(path)  # 16 kHz mono, the old way: decode everything
+    seg = Conversation(id="s", language="en", source="rttm", audio=path, duration=30.0, speakers={}, turns=[],
+                       offset=2.0)
+    read_frames = []
+    real_read = sf.SoundFile.read
+
+    def spy(self, frames=-1, *args, **kwargs):
+        read_frames.append(frames)
+        return real_read(self, frames, *args, **kwargs)
+
+    monkeypatch.setattr(sf.SoundFile, "read", spy)
+    monkeypatch.setattr(audio_io.sf, "read", lambda *a, **k: pytest.fail("decoded the whole session"))
+    part = segment_audio(seg)
+    assert read_frames == [30 * 8000] and len(part) == 30 * 16000
+    reference = whole[2 * 16000:32 * 16000]
+    assert np.corrcoef(part[1000:-1000], reference[1000:-1000])[0, 1] > 0.99
+    late = Conversation(id="s", language="en", source="rttm", audio=path, duration=30.0, speakers={}, turns=[],
+                        offset=590.0)
+    with pytest.raises(OSError, match=r"span 590.000\+30.000 s lies outside the file \(600.000 s long\)"):
+        segment_audio(late)
+
+
+def test_a_conversation_without_audio_is_a_reported_skip(tmp_path):
+    calls = write_rttm_call(tmp_path / "calls")
+    write_rttm_call(tmp_path / "calls", name="silent", audio=False, seconds=30.0)
+    out, info = build_call(tmp_path, calls, min_segment_s=20)
+    assert info["stats"]["segments"] == 1
+    assert "rttm-silent: no readable audio, so no segment" in info["plan"]["skipped_segments"]
+    assert {"file": "silent.rttm", "reason": "audio missing"} in info["plan"]["skipped_source"]

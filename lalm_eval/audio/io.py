@@ -61,6 +61,38 @@ def read_audio(source, target_sr: int | None = TARGET_SR) -> tuple[np.ndarray, i
     return audio, int(sr)
 
 
+def read_audio_span(path, start_s: float, duration_s: float, target_sr: int | None = TARGET_SR) -> tuple[np.ndarray, int]:
+    """``duration_s`` seconds of ``path`` from ``start_s``, float32 mono, decoding only those frames
+    (``soundfile`` seek + read: a 2-minute segment of a multi-hour session costs 2 minutes).
+
+    With ``target_sr`` the span is resampled and then trimmed or zero-padded to exactly
+    ``round(duration_s * target_sr)`` samples. A span that runs past the end is an
+    :class:`AudioError` naming the file, the span and the file's length.
+    """
+    name = str(path)
+    if not Path(path).is_file():
+        raise AudioError(f"{name}: audio file not found")
+    try:
+        with sf.SoundFile(name) as handle:
+            sr, total = int(handle.samplerate), handle.frames
+            first, count = int(round(start_s * sr)), int(round(duration_s * sr))
+            if start_s < 0 or duration_s <= 0 or first >= total or first + count > total + round(0.01 * sr):
+                raise AudioError(f"{name}: span {start_s:.3f}+{duration_s:.3f} s lies outside the file "
+                                 f"({total / sr:.3f} s long)")
+            handle.seek(first)
+            audio = handle.read(min(count, total - first), dtype="float32", always_2d=False)
+    except (sf.LibsndfileError, RuntimeError, TypeError) as exc:
+        raise AudioError(f"{name}: cannot decode audio ({exc})") from exc
+    audio = to_mono(audio)
+    if not np.all(np.isfinite(audio)):
+        raise AudioError(f"{name}: audio contains NaN or infinite samples")
+    if target_sr is None:
+        return audio, sr
+    audio, want = resample(audio, sr, target_sr), int(round(duration_s * target_sr))
+    audio = audio[:want] if len(audio) >= want else np.pad(audio, (0, want - len(audio)))
+    return audio.astype(np.float32), int(target_sr)
+
+
 # Output formats by file suffix: (soundfile format, subtype).
 _FORMATS = {
     ".wav": ("WAV", "PCM_16"),
