@@ -47,6 +47,18 @@ def _build_mcq(args) -> int:
     return 0
 
 
+def _corpus_info(args) -> int:
+    import json
+
+    from msu_bench.corpus_info import corpus_info, format_table
+    from msu_bench.plan import load_preset
+
+    stats = corpus_info(args.corpus, args.corpus_dir, parse_key_values(args.corpus_option),
+                        load_preset(args.preset, parse_key_values(args.set)))
+    print(json.dumps(stats, ensure_ascii=False, indent=2) if args.json else format_table(stats))
+    return 0
+
+
 def _tasks(args) -> int:
     from msu_bench.taxonomy import load_taxonomy
 
@@ -73,6 +85,15 @@ def main(argv=None) -> int:
     b.set_defaults(func=_build)
     add_push_command(sub)
     sub.add_parser("tasks", help="list the 25 tasks").set_defaults(func=_tasks)
+    info = sub.add_parser("corpus-info", allow_abbrev=False,
+                          help="what a reader finds in a corpus: conversations, turns, segments, skips")
+    info.add_argument("--corpus", default="embedded", help="embedded | alimeeting | chime6 | magicdata | rttm")
+    info.add_argument("--corpus-dir")
+    info.add_argument("--corpus-option", action="append", default=[], metavar="KEY=VALUE")
+    info.add_argument("--preset", default="small", help="whose segment rule is applied")
+    info.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. min_segment_s=30")
+    info.add_argument("--json", action="store_true")
+    info.set_defaults(func=_corpus_info)
     return run(ap, argv)
 
 

@@ -138,3 +138,22 @@ def test_a_conversation_without_audio_is_a_reported_skip(tmp_path):
     assert info["stats"]["segments"] == 1
     assert "rttm-silent: no readable audio, so no segment" in info["plan"]["skipped_segments"]
     assert {"file": "silent.rttm", "reason": "audio missing"} in info["plan"]["skipped_source"]
+
+
+def test_msu_corpus_info_shows_spans_segments_and_skips(tmp_path, capsys):
+    from msu_bench.cli import main
+
+    calls = write_rttm_call(tmp_path / "calls", untranscribed=(2,))
+    write_rttm_call(tmp_path / "calls", name="named", transcript_names={"A": "Alice", "B": "Bob"})
+    args = ["corpus-info", "--corpus", "rttm", "--corpus-dir", str(calls), "--corpus-option", "language=en"]
+    assert main(args + ["--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    (conv,) = stats["conversations"]
+    assert conv == {"id": "rttm-call", "language": "en", "seconds": 30.0, "turn_span": [3.1, 26.9], "speakers": 2,
+                    "turns": 13, "untranscribed": 1, "segments": 0, "segment_seconds": [],
+                    "no_segment_reasons": [conv["no_segment_reasons"][0]]}
+    assert "no 60-120 s window" in conv["no_segment_reasons"][0]
+    assert [s["file"] for s in stats["skipped"]] == ["named.rttm"] and "speaker labels differ" in stats["skipped"][0]["reason"]
+    assert main(args + ["--set", "min_segment_s=30"]) == 0
+    table = capsys.readouterr().out
+    assert "1 segment(s) under min_segment_s=30" in table and "named.rttm: speaker labels differ" in table
