@@ -188,6 +188,17 @@ def apply_filters(task: Task, text: str, counters: dict) -> str:
     return text
 
 
+def breakdown_fields(task: Task) -> list[str]:
+    """The fields of ``metadata.breakdown``, whose entries are a field or a list of fields (a
+    breakdown of the first within the others)."""
+    fields: list[str] = []
+    for entry in (task.config.metadata or {}).get("breakdown", []):
+        for field in [entry] if isinstance(entry, str) else entry:
+            if field not in fields:
+                fields.append(field)
+    return fields
+
+
 def score(run: TaskRun, responses: list[Response], context: ScoringContext | None = None
           ) -> tuple[dict, list[dict], dict, dict]:
     """Task summary (per metric: value, stderr, 95 % bootstrap CI, n, failures), per-sample rows,
@@ -202,7 +213,7 @@ def score(run: TaskRun, responses: list[Response], context: ScoringContext | Non
         row.update({k: response.meta[k] for k in SAMPLE_META if k in response.meta})
         if response.text is None:
             row["failure"] = response.failure
-        row.update({k: doc[k] for k in (run.task.config.metadata or {}).get("breakdown", []) if k in doc})
+        row.update({k: doc[k] for k in breakdown_fields(run.task) if k in doc})
         if response.text is None:
             run.errors.append({"doc_id": doc_id, "error": response.error, "failure": response.failure})
         else:

@@ -180,18 +180,38 @@ def markdown_report(run: dict, model_name: str) -> str:
                 if k != "subtasks":
                     lines.append(f"| {g} | {k} | {_fmt(v)} |")
     for task in run["tasks"]:
-        fields = (task.config.metadata or {}).get("breakdown", [])
         metrics = [x["metric"] for x in task.config.metric_list or []]
-        rows = [r for r in run["_samples"][task.name] if "metrics" in r]
-        for field in fields:
-            if not any(field in r for r in rows):
+        rows = [with_details(r) for r in run["_samples"][task.name] if "metrics" in r]
+        for entry in (task.config.metadata or {}).get("breakdown", []):
+            by = [entry] if isinstance(entry, str) else list(entry)
+            if not any(all(f in r for f in by) for r in rows):
                 continue
-            table = breakdown(rows, [field], metrics, ci=True)
-            header = [field, "n"] + metrics
-            body = [[str(t[field]), str(t["count"])] + [_fmt(t.get(m), t.get(f"{m}_ci")) for m in metrics]
-                    for t in table]
-            lines += ["", f"### {task.name} by {field}", "", _markdown(header, body)]
+            lines += ["", f"### {task.name} by {' × '.join(by)}", "", breakdown_table(rows, by, metrics)]
     return "\n".join(lines) + "\n"
+
+
+def with_details(row: dict) -> dict:
+    """A sample row with its metrics' scalar per-sample details (e.g. ``error_type``) as fields, so
+    that a breakdown can name them; the row's own fields win."""
+    extra = {k: v for d in (row.get("metric_details") or {}).values() if isinstance(d, dict)
+             for k, v in d.items() if isinstance(v, (str, int, float, bool))}
+    return {**extra, **row}
+
+
+def breakdown_table(rows: list[dict], by: list[str], metrics: list[str]) -> str:
+    """Markdown: per combination of ``by``, n and each metric with its 95 % CI. With two or more
+    fields, ``share`` is n over the rows that have the same values of the other fields (e.g. a
+    scheme's share of its tier for ``[scheme, tier]``)."""
+    table = breakdown(rows, by, metrics, ci=True)
+    totals: dict = {}
+    for t in table:
+        totals[tuple(t[f] for f in by[1:])] = totals.get(tuple(t[f] for f in by[1:]), 0) + t["count"]
+    share = len(by) > 1
+    header = by + ["n"] + (["share"] if share else []) + metrics
+    body = [[str(t[f]) for f in by] + [str(t["count"])]
+            + ([f"{t['count'] / totals[tuple(t[f] for f in by[1:])]:.3f}"] if share else [])
+            + [_fmt(t.get(m), t.get(f"{m}_ci")) for m in metrics] for t in table]
+    return _markdown(header, body)
 
 
 def tagged_rows(run: dict, model_name: str) -> list[dict]:

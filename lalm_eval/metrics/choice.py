@@ -1,0 +1,102 @@
+"""Multiple-choice answers: which option letter a reply chose, and what that choice means.
+
+Two parsers (pure functions):
+
+- :func:`parse_letter` — the letter parser of MSU-Benchmark's authors (``bench_evaluation_pipeline``,
+  as ``/work/shared/notes/msu_release.md`` transcribes it): upper-case the reply; a reply that is a
+  lone allowed letter wins; else the first of the allowed letters, **in their order**, that occurs
+  as a standalone word anywhere; else the first, in the same order, not flanked by capital letters
+  (``"答案是B。"``); else ``""``. It does not look for "Final answer" (so ``"A podcast, so D"`` → A).
+- :func:`parse_final_answer` — stricter: the letter of the last ``Final answer: X`` /
+  ``最后答案：X`` / ``最终答案：X`` line (``**Final answer:** (c)`` too); else ``""``.
+
+:func:`choice_outcome` names what a parsed letter means: ``correct``; ``invalid`` (no allowed
+letter: the reply did not follow the instruction); else the chosen option's label when it is one
+of ``error_labels``, or ``other``. The ``mcq_accuracy`` metric (:class:`ChoiceMetric`) scores 1 / 0
+per item and records the letter and outcome of each (``metric_details``), their counts
+(``error_types``) and the invalid count beside the value. An invalid reply scores 0 and is counted:
+it is an answer the model gave, not a failure to generate (those never reach a metric).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Sequence
+
+from lalm_eval.errors import ConfigError
+from lalm_eval.metrics.scoring import Metric, MetricResult, ScoreItem
+
+LETTERS = ("A", "B", "C", "D")
+_FINAL = re.compile(r"(?:FINAL\s*ANSWER|最后答案|最终答案)(?:\s*IS)?[\s*:：]*[(（\[【]?\s*([A-Z])(?![A-Z])")
+
+
+def parse_letter(reply: str | None, letters: Sequence[str] = LETTERS) -> str:
+    """The authors' parser (module docstring); ``""`` when no allowed letter is found."""
+    text = (reply or "").upper()
+    if text.strip() in letters:
+        return text.strip()
+    for x in letters:
+        if re.search(rf"\b{re.escape(x)}\b", text):
+            return x
+    for x in letters:
+        if re.search(rf"(?<![A-Z]){re.escape(x)}(?![A-Z])", text):
+            return x
+    return ""
+
+
+def parse_final_answer(reply: str | None, letters: Sequence[str] = LETTERS) -> str:
+    """The letter of the last "Final answer: X" (or 最后答案/最终答案), when allowed; else ``""``."""
+    found = _FINAL.findall((reply or "").upper())
+    return found[-1] if found and found[-1] in letters else ""
+
+
+PARSERS = {"first_letter": parse_letter, "final_answer": parse_final_answer}
+
+
+def choice_outcome(letter: str, answer: str, labels: Sequence[str], letters: Sequence[str] = LETTERS,
+                   error_labels: Sequence[str] = (), invalid: str = "invalid", other: str = "other") -> str:
+    """``correct`` | ``invalid`` | the chosen option's label (one of ``error_labels``) | ``other``."""
+    if letter not in letters:
+        return invalid
+    if letter == answer:
+        return "correct"
+    k = list(letters).index(letter)
+    label = labels[k] if k < len(labels) else None
+    return label if label in error_labels else other
+
+
+class ChoiceMetric(Metric):
+    """``mcq_accuracy``: 1 when the parsed letter is the reference letter.
+
+    Options: ``parser`` (``first_letter``, the default, or ``final_answer``); ``letters_field``
+    (doc field listing the option letters; default A-D); ``labels_field`` (doc field with one label
+    per option, for the outcome of a wrong choice); ``error_labels`` (the labels reported as they
+    are; any other is ``other_label``); ``invalid_label`` (default ``invalid``); ``other_label``
+    (default ``other``).
+    """
+
+    OPTIONS = ("parser", "letters_field", "labels_field", "error_labels", "invalid_label", "other_label")
+
+    def compute(self, items: list[ScoreItem]) -> MetricResult:
+        name = self.options.get("parser", "first_letter")
+        if name not in PARSERS:
+            raise ConfigError(f"metric {self.name!r}: parser {name!r}: use one of {sorted(PARSERS)}")
+        parse, o = PARSERS[name], self.options
+        invalid, other = o.get("invalid_label", "invalid"), o.get("other_label", "other")
+        values, details = [], []
+        for item in items:
+            letters = tuple(item.doc.get(o["letters_field"]) or LETTERS) if o.get("letters_field") else LETTERS
+            labels = list(item.doc.get(o["labels_field"]) or []) if o.get("labels_field") else []
+            answer = item.reference.strip().upper()
+            if answer not in letters:
+                raise ConfigError(f"metric {self.name!r}: reference {item.reference!r} is not one of the letters "
+                                  f"{list(letters)} (doc_to_target must give the answer letter)")
+            letter = parse(item.prediction, letters)
+            outcome = choice_outcome(letter, answer, labels, letters, o.get("error_labels", ()), invalid, other)
+            values.append(float(outcome == "correct"))
+            details.append({"letter": letter, "error_type": outcome})
+        counts = Counter(d["error_type"] for d in details)
+        return MetricResult(values, [None] * len(items), details=details,
+                            extra={"parser": name, "error_types": dict(sorted(counts.items())),
+                                   invalid: counts.get(invalid, 0)})
