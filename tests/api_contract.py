@@ -343,6 +343,33 @@ def match_received(records, expected) -> tuple[list, list]:
     return strays, [(task, doc) for task, doc, _ in expected if (task, doc) not in seen]
 
 
+def check_cli_run(model: str, server, model_args: str, tasks: list[str], tmp_path: Path, *, retried: int,
+                  failures: dict) -> dict:
+    """``lalm-eval --model <model>`` in this process against ``server`` (cwd: :func:`api_datasets`),
+    ``--limit 2``, then checked: every audio the server decoded equals a dataset doc's audio and
+    every doc was sent (``retried`` requests twice), several clips in one request somewhere, the
+    results' failures by kind, model ids, usage and cost, and no key in the outputs."""
+    from lalm_eval.cli import main
+
+    rc = main(["--model", model, "--model_args", f"{model_args},base_url={server.base_url}", "--tasks", ",".join(tasks),
+               "--limit", "2", "--output_path", str(tmp_path / "out"), "--cache_dir", str(tmp_path / "cache"),
+               "--log_samples"])
+    assert rc == 0
+    records = list(server.records)
+    expected = expected_audio(tasks, 2, tmp_path / "cache")
+    strays, missing = match_received(records, expected)
+    assert strays == [] and missing == [] and len(expected) >= 40
+    assert any(len(r.audios) > 1 for r in records)  # an enrollment task's several clips
+    assert len(records) == len(expected) + retried
+    results = results_of(tmp_path / "out")
+    assert results["usage"]["failures"] == failures
+    assert results["usage"]["model_ids"] == [server.default_model]
+    assert results["usage"]["usage"]["audio_tokens"] > 0 and results["usage"]["cost_usd"] > 0
+    text = "".join(p.read_text() for p in (tmp_path / "out").iterdir() if p.suffix in (".json", ".jsonl", ".md"))
+    assert SECRET not in text
+    return results
+
+
 def results_of(out_dir: Path) -> dict:
     (path,) = list(Path(out_dir).glob("results_*.json"))
     return json.loads(path.read_text())

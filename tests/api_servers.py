@@ -181,6 +181,21 @@ class ScriptedServer:
         return {"prompt": prompt, "audio": audio, "completion": completion}
 
     def parse(self, path: str, headers: dict, body: dict) -> Received:
+        """The request as :class:`Received`, from the protocol's :meth:`parts`."""
+        texts, audios, rates, order = [], [], [], []
+        for kind, value in self.parts(body):
+            if kind == "text":
+                texts.append(value)
+                order.append(("text", value))
+            else:
+                audio, sr = decode_wav(value)
+                order.append(("audio", len(audios)))
+                audios.append(audio)
+                rates.append(sr)
+        return Received(path, headers, body, texts, audios, rates, order)
+
+    def parts(self, body: dict):
+        """``("text", str)`` / ``("audio", base64 WAV)`` of a request body, in order."""
         raise NotImplementedError
 
     def reply(self, record: Received, action: dict) -> tuple[int, dict, dict]:
@@ -200,22 +215,15 @@ class OpenAIServer(ScriptedServer):
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def parse(self, path, headers, body):
-        texts, audios, rates, order = [], [], [], []
+    def parts(self, body):
         for msg in body.get("messages", []):
             content = msg.get("content")
-            parts = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
-            for part in parts:
+            for part in [{"type": "text", "text": content}] if isinstance(content, str) else content or []:
                 if part.get("type") == "text":
-                    texts.append(part["text"])
-                    order.append(("text", part["text"]))
+                    yield "text", part["text"]
                 elif part.get("type") == "input_audio":
                     assert part["input_audio"]["format"] == "wav"
-                    audio, sr = decode_wav(part["input_audio"]["data"])
-                    order.append(("audio", len(audios)))
-                    audios.append(audio)
-                    rates.append(sr)
-        return Received(path, headers, body, texts, audios, rates, order)
+                    yield "audio", part["input_audio"]["data"]
 
     def reply(self, record, action):
         if "status" in action:
@@ -248,21 +256,15 @@ class GeminiServer(ScriptedServer):
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def parse(self, path, headers, body):
-        texts, audios, rates, order = [], [], [], []
+    def parts(self, body):
         for content in body.get("contents", []):
             for part in content.get("parts", []):
                 inline = part.get("inlineData") or part.get("inline_data")
                 if "text" in part:
-                    texts.append(part["text"])
-                    order.append(("text", part["text"]))
+                    yield "text", part["text"]
                 elif inline:
                     assert (inline.get("mimeType") or inline.get("mime_type")) == "audio/wav"
-                    audio, sr = decode_wav(inline["data"])
-                    order.append(("audio", len(audios)))
-                    audios.append(audio)
-                    rates.append(sr)
-        return Received(path, headers, body, texts, audios, rates, order)
+                    yield "audio", inline["data"]
 
     def reply(self, record, action):
         if "status" in action:

@@ -8,8 +8,7 @@ import pytest
 
 from lalm_eval.errors import ConfigError
 from lalm_eval.models.gemini import GeminiAdapter
-from tests.api_contract import SECRET, AdapterContract, api_datasets, expected_audio, match_received, request, \
-    results_of
+from tests.api_contract import SECRET, AdapterContract, api_datasets, check_cli_run, request
 from tests.api_servers import GeminiServer
 
 
@@ -84,30 +83,11 @@ def test_key_from_google_api_key_and_sent_in_its_header(server, monkeypatch):
     assert {k.lower(): v for k, v in server.records[0].headers.items()}["x-goog-api-key"] == SECRET
 
 
-E2E_TASKS = ["palm", "msu", "palm_captioning_enroll"]
-
-
 def test_cli_palm_and_msu_against_the_server(tmp_path_factory, tmp_path, monkeypatch):
-    from lalm_eval.cli import main
-
-    data = api_datasets(tmp_path_factory)
-    monkeypatch.chdir(data)
+    monkeypatch.chdir(api_datasets(tmp_path_factory))
     monkeypatch.setenv("GEMINI_API_KEY", SECRET)
     with GeminiServer() as server:
         server.script({"status": 503, "retry_after": "0.2"}, {"delay": 1.2}, {"block": "SAFETY"}, {"refusal": True})
-        args = f"model=gemini-2.5-flash,base_url={server.base_url},timeout=0.8,retry_delay=0.01,concurrency=4"
-        rc = main(["--model", "gemini", "--model_args", args, "--tasks", ",".join(E2E_TASKS), "--limit", "2",
-                   "--output_path", str(tmp_path / "out"), "--cache_dir", str(tmp_path / "cache")])
-        assert rc == 0
-        records = list(server.records)
-    expected = expected_audio(E2E_TASKS, 2, tmp_path / "cache")
-    strays, missing = match_received(records, expected)
-    assert strays == [] and missing == [] and len(expected) >= 40
-    assert any(len(r.audios) > 1 for r in records)
-    assert len(records) == len(expected) + 2  # the 503 and the timeout retried
-    results = results_of(tmp_path / "out")
-    assert results["usage"]["failures"] == {"content_filter": 1, "refusal": 1}
-    assert results["usage"]["model_ids"] == [GeminiServer.default_model]
-    assert results["usage"]["usage"]["audio_tokens"] > 0 and results["usage"]["cost_usd"] > 0
-    text = "".join(p.read_text() for p in (tmp_path / "out").iterdir() if p.suffix in (".json", ".jsonl", ".md"))
-    assert SECRET not in text
+        check_cli_run("gemini", server, "model=gemini-2.5-flash,timeout=0.8,retry_delay=0.01,concurrency=4",
+                      ["palm", "msu", "palm_captioning_enroll"], tmp_path, retried=2,
+                      failures={"content_filter": 1, "refusal": 1})

@@ -18,8 +18,8 @@ from lalm_eval.cost import Budget, load_prices
 from lalm_eval.errors import ConfigError, DataError
 from lalm_eval.models.api_base import parse_retry_after
 from lalm_eval.models.openai_audio import OpenAIAudioAdapter
-from tests.api_contract import (SECRET, AdapterContract, api_datasets, audio_digest, expected_audio,
-                                match_received, request, results_of)
+from tests.api_contract import (SECRET, AdapterContract, api_datasets, audio_digest, check_cli_run, request,
+                                results_of)
 from tests.api_servers import OpenAIServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,33 +101,13 @@ def test_price_table_lookup_and_budget(tmp_path):
 
 # -- end to end through the CLI ---------------------------------------------------------------------
 
-E2E_TASKS = ["palm", "msu", "palm_recognition_enroll"]
-
-
 def test_cli_palm_and_msu_against_the_server(tmp_path_factory, tmp_path, monkeypatch):
-    from lalm_eval.cli import main
-
-    data = api_datasets(tmp_path_factory)
-    monkeypatch.chdir(data)
+    monkeypatch.chdir(api_datasets(tmp_path_factory))
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     with OpenAIServer() as server:
         server.script({"status": 429, "retry_after": "0.2"}, {"status": 500}, {"delay": 1.2}, {"filter": True})
-        args = (f"model=gpt-4o-audio-preview,base_url={server.base_url},timeout=0.8,retry_delay=0.01,concurrency=4")
-        rc = main(["--model", "openai_audio", "--model_args", args, "--tasks", ",".join(E2E_TASKS), "--limit", "2",
-                   "--output_path", str(tmp_path / "out"), "--cache_dir", str(tmp_path / "cache"), "--log_samples"])
-        assert rc == 0
-        records = list(server.records)
-    expected = expected_audio(E2E_TASKS, 2, tmp_path / "cache")
-    strays, missing = match_received(records, expected)
-    assert strays == [] and missing == [] and len(expected) >= 40
-    assert any(len(r.audios) > 1 for r in records)  # the enrollment task's several clips
-    results = results_of(tmp_path / "out")
-    assert results["usage"]["failures"] == {"content_filter": 1}
-    assert results["usage"]["model_ids"] == [OpenAIServer.default_model]
-    assert results["usage"]["usage"]["audio_tokens"] > 0 and results["usage"]["cost_usd"] > 0
-    assert len(records) == len(expected) + 3  # one 429, one 500 and one timeout retried
-    text = "".join(p.read_text() for p in (tmp_path / "out").iterdir() if p.suffix in (".json", ".jsonl", ".md"))
-    assert SECRET not in text and "gpt-4o-audio-preview" in text
+        check_cli_run("openai_audio", server, "model=gpt-4o-audio-preview,timeout=0.8,retry_delay=0.01,concurrency=4",
+                      ["palm", "msu", "palm_recognition_enroll"], tmp_path, retried=3, failures={"content_filter": 1})
 
 
 def _count_cached(path: Path) -> int:

@@ -133,6 +133,32 @@ def wav_bytes(audio: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
+def message_parts(request: Request, adapter: str) -> list[tuple[str, list[tuple[str, object]]]]:
+    """``[(role, [("text", str) | ("audio", 16 kHz PCM16 WAV bytes), ...]), ...]``: each message's
+    content parts in order, the request's audios filling its ``{"type": "audio"}`` parts in order.
+    A part of another type, or as many audio parts as audios not, is a :class:`ConfigError`."""
+    where = f"task {request.task!r} doc {request.doc_id}"
+    audios, out, n_parts = iter(request.audios), [], 0
+    for msg in request.messages:
+        content = msg.get("content")
+        parts = []
+        for part in [{"type": "text", "text": content or ""}] if isinstance(content, str) or content is None else content:
+            if part.get("type") == "audio":
+                n_parts += 1
+                audio = next(audios, None)
+                if audio is not None:
+                    parts.append(("audio", wav_bytes(audio)))
+            elif part.get("type") == "text":
+                parts.append(("text", part.get("text", "")))
+            else:
+                raise ConfigError(f"{where}: content part type {part.get('type')!r} is not supported by {adapter} "
+                                  "(audio and text only)")
+        out.append((msg["role"], parts))
+    if n_parts != len(request.audios):
+        raise ConfigError(f"{where}: {n_parts} audio parts in the messages, {len(request.audios)} audios")
+    return out
+
+
 def parse_retry_after(headers) -> float | None:
     """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
     if headers is None:

@@ -42,7 +42,7 @@ import importlib
 from lalm_eval.api import Request
 from lalm_eval.errors import ConfigError
 from lalm_eval.models.api_base import APIAdapter, BadRequest, GenParams, Reply, Retryable, RETRY_STATUS, \
-    parse_retry_after, wav_bytes
+    message_parts, parse_retry_after
 
 #: finish / block reasons that are the provider's filters (anything not listed and not normal is an error)
 FILTER_REASONS = frozenset({"SAFETY", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "RECITATION", "IMAGE_SAFETY",
@@ -117,30 +117,14 @@ class GeminiAdapter(APIAdapter):
 
     def contents(self, request: Request) -> tuple[list, str | None]:
         """``(contents, system instruction)`` of a request (audio parts inline WAV, in order)."""
-        types, audios = self._types, iter(request.audios)
-        contents, system, n_parts = [], [], 0
-        for msg in request.messages:
-            content = msg.get("content")
-            parts_in = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or ())
-            if msg["role"] == "system":
-                system += [p.get("text", "") for p in parts_in if p.get("type") == "text"]
+        types, contents, system = self._types, [], []
+        for role, parts in message_parts(request, self.name):
+            if role == "system":
+                system += [text for kind, text in parts if kind == "text"]
                 continue
-            parts = []
-            for part in parts_in:
-                if part.get("type") == "audio":
-                    n_parts += 1
-                    audio = next(audios, None)
-                    if audio is not None:
-                        parts.append(types.Part.from_bytes(data=wav_bytes(audio), mime_type="audio/wav"))
-                elif part.get("type") == "text":
-                    parts.append(types.Part.from_text(text=part.get("text", "")))
-                else:
-                    raise ConfigError(f"task {request.task!r}: content part type {part.get('type')!r} is not "
-                                      "supported by gemini (audio and text only)")
-            contents.append(types.Content(role="model" if msg["role"] == "assistant" else "user", parts=parts))
-        if n_parts != len(request.audios):
-            raise ConfigError(f"task {request.task!r} doc {request.doc_id}: {n_parts} audio parts in the messages, "
-                              f"{len(request.audios)} audios")
+            contents.append(types.Content(role="model" if role == "assistant" else "user", parts=[
+                types.Part.from_text(text=value) if kind == "text" else
+                types.Part.from_bytes(data=value, mime_type="audio/wav") for kind, value in parts]))
         return contents, "\n".join(system) if system else None
 
     def call(self, request: Request, params: GenParams) -> Reply:

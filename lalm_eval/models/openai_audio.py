@@ -43,7 +43,7 @@ import base64
 from lalm_eval.api import Request
 from lalm_eval.errors import ConfigError
 from lalm_eval.models.api_base import APIAdapter, BadRequest, GenParams, Reply, Retryable, RETRY_STATUS, \
-    parse_retry_after, wav_bytes
+    message_parts, parse_retry_after
 
 SERVERS = ("openai", "compatible", "vllm")
 MAX_TOKENS_FIELDS = ("max_completion_tokens", "max_tokens")
@@ -93,36 +93,17 @@ class OpenAIAudioAdapter(APIAdapter):
         return table
 
     def messages(self, request: Request) -> list[dict]:
-        """The request's messages in the protocol's form (audio parts → ``input_audio``, in order)."""
-        audios, out = iter(request.audios), []
-        n_parts = 0
-        for msg in request.messages:
-            content = msg.get("content")
-            if isinstance(content, str) or content is None:
-                out.append({"role": msg["role"], "content": content or ""})
+        """The request's messages in the protocol's form (audio parts → ``input_audio``, in order;
+        a system message's text as one string)."""
+        out = []
+        for role, parts in message_parts(request, self.name):
+            if role == "system":
+                out.append({"role": role, "content": "\n".join(text for kind, text in parts if kind == "text")})
                 continue
-            if msg["role"] == "system":
-                out.append({"role": "system", "content": "\n".join(p.get("text", "") for p in content
-                                                                    if p.get("type") == "text")})
-                continue
-            parts = []
-            for part in content:
-                if part.get("type") == "audio":
-                    n_parts += 1
-                    audio = next(audios, None)
-                    if audio is None:
-                        break
-                    data = base64.b64encode(wav_bytes(audio)).decode("ascii")
-                    parts.append({"type": "input_audio", "input_audio": {"data": data, "format": "wav"}})
-                elif part.get("type") == "text":
-                    parts.append({"type": "text", "text": part.get("text", "")})
-                else:
-                    raise ConfigError(f"task {request.task!r}: content part type {part.get('type')!r} is not "
-                                      "supported by openai_audio (audio and text only)")
-            out.append({"role": msg["role"], "content": parts})
-        if n_parts != len(request.audios):
-            raise ConfigError(f"task {request.task!r} doc {request.doc_id}: {n_parts} audio parts in the messages, "
-                              f"{len(request.audios)} audios")
+            out.append({"role": role, "content": [
+                {"type": "text", "text": value} if kind == "text" else
+                {"type": "input_audio", "input_audio": {"data": base64.b64encode(value).decode("ascii"),
+                                                        "format": "wav"}} for kind, value in parts]})
         return out
 
     def call(self, request: Request, params: GenParams) -> Reply:
