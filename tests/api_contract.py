@@ -139,7 +139,7 @@ class AdapterContract:
         t0 = time.monotonic()
         (resp,) = self.make(server, timeout=0.4).generate([request()])
         assert resp.text and resp.meta["attempts"] == 2 and len(server.records) == 2
-        assert time.monotonic() - t0 < 1.4  # the first attempt was abandoned at the timeout
+        assert time.monotonic() - t0 < 1.5  # the first attempt was abandoned before the delayed reply
 
     def test_bad_request_is_a_failure_with_the_provider_message(self, server):
         server.script({"status": 400, "message": "audio format not supported: pcm9"})
