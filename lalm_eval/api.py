@@ -47,6 +47,9 @@ class Request:
     messages: tuple[dict, ...]  # [{"role": "user", "content": [{"type": "audio"}, {"type": "text", "text": ...}]}]
     gen_kwargs: dict  # exactly what the task and CLI ask for (max_new_tokens, do_sample, until, ...)
     key: str = ""  # cache key, set by the evaluator (model identity, task hash, doc, audio hash, prompt, kwargs)
+    #: the task's ``metadata:`` mapping (e.g. ``answer_kind``), for adapters that choose their behaviour by
+    #: what a task declares, not by its name; not part of the cache key (the task hash already covers it)
+    task_metadata: dict = dataclasses.field(default_factory=dict)
 
     @property
     def audio_seconds(self) -> float:

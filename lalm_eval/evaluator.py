@@ -86,6 +86,7 @@ def build_requests(task: Task, docs: list[dict], identity: dict, gen_kwargs: dic
     """One request per doc. Audio is decoded only for docs the cache cannot answer: a cached
     doc's key comes from the hash of its encoded audio bytes, and its request carries no audio."""
     kwargs = {**task.gen_kwargs, **gen_kwargs}
+    meta = dict(task.config.metadata or {})  # Request.task_metadata (answer_kind, ...): not in the key
     pending = []
     for doc_id, doc in enumerate(tqdm(docs, desc=f"{task.name}: requests", leave=False)):
         raw = task.audio_of(doc)
@@ -98,7 +99,7 @@ def build_requests(task: Task, docs: list[dict], identity: dict, gen_kwargs: dic
     requests, doc_ids, errors = [], [], []
     for doc_id, raw, messages, key in pending:
         if key in cached:
-            requests.append(Request(task.name, doc_id, (), messages, kwargs, key))
+            requests.append(Request(task.name, doc_id, (), messages, kwargs, key, meta))
             doc_ids.append(doc_id)
             continue
         try:
@@ -108,7 +109,7 @@ def build_requests(task: Task, docs: list[dict], identity: dict, gen_kwargs: dic
             errors.append({"doc_id": doc_id, "error": f"audio: {exc}", "failure": "audio_decode"})
             continue
         key = key or request_key(identity, task.task_hash, doc_id, audios, list(messages), kwargs)
-        requests.append(Request(task.name, doc_id, audios, messages, kwargs, key))
+        requests.append(Request(task.name, doc_id, audios, messages, kwargs, key, meta))
         doc_ids.append(doc_id)
     return TaskRun(task, docs, requests, doc_ids, errors, len(docs))
 

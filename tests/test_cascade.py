@@ -72,10 +72,14 @@ def mix(*audios):
     return np.concatenate(parts).astype(np.float32)
 
 
-def request(task: str, question: str, audio, doc_id: int = 0, zh: bool = False) -> Request:
+def request(kind: str | None, question: str, audio, doc_id: int = 0, zh: bool = False, task: str = "any_name",
+            suffix: str = "") -> Request:
+    """A request of a task that declares ``answer_kind: kind`` (None: declares none), named ``task``."""
     text = ("请听这段音频，然后回答问题。\n问题：" if zh else "Listen to the audio, then answer the question.\nQuestion: ")
+    meta = {"version": 1.0} if kind is None else {"version": 1.0, "answer_kind": kind}
     return Request(task, doc_id, (audio,), ({"role": "user", "content": [
-        {"type": "audio"}, {"type": "text", "text": text + question}]},), {"max_new_tokens": 128})
+        {"type": "audio"}, {"type": "text", "text": text + question + suffix}]},), {"max_new_tokens": 128},
+        task_metadata=meta)
 
 
 def ask(adapter, *reqs) -> list[str]:
@@ -87,7 +91,7 @@ def ask(adapter, *reqs) -> list[str]:
 def test_requests_carry_no_ground_truth():
     # by construction: the adapter sees only these fields, none of them an answer or a label
     assert {f.name for f in dataclasses.fields(Request)} == {"task", "doc_id", "audios", "messages",
-                                                             "gen_kwargs", "key"}
+                                                             "gen_kwargs", "key", "task_metadata"}
 
 
 def test_calibration_and_identity(adapter):
@@ -105,9 +109,9 @@ def test_presence_one_and_two_speakers(adapter, clips):
     one = clips["en_s01"][0]
     two = mix(clips["en_s02"][0], clips["en_s04"][0])
     a1, a2, a3 = ask(adapter,
-                     request("palm_recognition", "Is Alice speaking in this audio?", one),
-                     request("palm_recognition", "Did Bob speak during this conversation?", one, 1),
-                     request("palm_recognition", "Does this conversation include Alice, Bob and David?", two, 2))
+                     request("recognition", "Is Alice speaking in this audio?", one),
+                     request("recognition", "Did Bob speak during this conversation?", one, 1),
+                     request("recognition", "Does this conversation include Alice, Bob and David?", two, 2))
     assert a1 == "Yes, Alice is speaking in this audio."
     assert a2 == "No, Bob is not speaking in this audio."
     assert a3 == ("Alice is not speaking in this audio. Bob is speaking in this audio. "
@@ -115,7 +119,7 @@ def test_presence_one_and_two_speakers(adapter, clips):
 
 
 def test_unenrolled_speaker_is_not_a_subject(adapter, clips):
-    (answer,) = ask(adapter, request("palm_recognition", "Is David's voice in the audio?",
+    (answer,) = ask(adapter, request("recognition", "Is David's voice in the audio?",
                                      mix(clips["en_n01"][0], clips["en_s01"][0])))
     assert answer == "No, David is not speaking in this audio."
 
@@ -123,7 +127,7 @@ def test_unenrolled_speaker_is_not_a_subject(adapter, clips):
 def test_analysis_is_cached_per_audio(adapter, clips):
     audio = mix(clips["en_s01"][0], clips["en_s04"][0])
     before = adapter.counters["audios_analysed"]
-    ask(adapter, *[request("palm_recognition_hd", f"Is {n} speaking?", audio, i)
+    ask(adapter, *[request("recognition", f"Is {n} speaking?", audio, i)
                    for i, n in enumerate(["Alice", "Bob", "David"])])
     assert adapter.counters["audios_analysed"] == before + 1
 
@@ -131,7 +135,7 @@ def test_analysis_is_cached_per_audio(adapter, clips):
 @pytest.mark.skipif(not _has_pocketsphinx(), reason="pocketsphinx (extra 'asr') is not installed")
 def test_captioning_transcribes_the_target_only(adapter, clips):
     audio, text = clips["en_s02"]
-    (answer,) = ask(adapter, request("palm_captioning", "What did Bob talk about?", mix(clips["en_s04"][0], audio)))
+    (answer,) = ask(adapter, request("captioning", "What did Bob talk about?", mix(clips["en_s04"][0], audio)))
     assert answer.startswith("Bob says: ")
     words = set(answer[len("Bob says: "):].lower().split())
     reference = set(re.findall(r"[a-z']+", text.lower()))
@@ -139,47 +143,48 @@ def test_captioning_transcribes_the_target_only(adapter, clips):
 
 
 def test_absent_target_gets_a_refusal(adapter, clips):
-    (answer,) = ask(adapter, request("palm_captioning", "Summarize what Alice was trying to say.",
+    (answer,) = ask(adapter, request("captioning", "Summarize what Alice was trying to say.",
                                      clips["en_s02"][0]))
     assert answer == "Alice does not speak in this audio, so there is nothing to summarise."
 
 
 def test_mandarin_question_gets_the_no_asr_answer(adapter, clips):
     before = adapter.counters["no_asr"]
-    (answer,) = ask(adapter, request("palm_captioning_ad", "王芳在音频里谈论的是什么？", clips["zh_s01"][0], zh=True))
+    (answer,) = ask(adapter, request("captioning", "王芳在音频里谈论的是什么？", clips["zh_s01"][0], zh=True))
     assert answer == "王芳在这段音频里说话了，但没有可用的普通话语音识别器，无法转写其内容。"
     assert adapter.counters["no_asr"] == before + 1
-    (answer,) = ask(adapter, request("palm_recognition", "这段音频里王芳在说话吗？", clips["zh_s01"][0], zh=True))
+    (answer,) = ask(adapter, request("recognition", "这段音频里王芳在说话吗？", clips["zh_s01"][0], zh=True))
     assert answer == "是的，王芳在这段音频里说话。"
 
 
 def test_reasoning_and_cot_wrapping(adapter, clips):
-    (answer,) = ask(adapter, request("palm_recognition_hd_cot", "Is Alice speaking?", clips["en_s01"][0]))
+    (answer,) = ask(adapter, request("recognition", "Is Alice speaking?", clips["en_s01"][0],
+                                     suffix="\n<Reasoning> ... </Reasoning>\n<Answer> ... </Answer>"))
     assert answer == "<Answer>Yes, Alice is speaking in this audio.</Answer>"
 
 
 def test_speaker_counting(adapter, clips):
     three = mix(clips["en_s01"][0], clips["en_s02"][0], clips["en_s04"][0])
     one = clips["en_s02"][0]
-    a3, a1 = ask(adapter, request("msu_t1_sr_speaker_counting", "How many different speakers are there?", three),
-                 request("msu_t1_sr_speaker_counting", "How many different speakers are there?", one, 1))
+    a3, a1 = ask(adapter, request("speaker_counting", "How many different speakers are there?", three),
+                 request("speaker_counting", "How many different speakers are there?", one, 1))
     assert a3 == "There are three speakers in the conversation."
     assert a1 == "There is one speaker in the conversation."
-    (zh,) = ask(adapter, request("msu_t1_sr_speaker_counting", "这段录音里有几位不同的说话人？", three, 2, zh=True))
+    (zh,) = ask(adapter, request("speaker_counting", "这段录音里有几位不同的说话人？", three, 2, zh=True))
     assert zh == "对话中有三位说话人。"
 
 
 @pytest.mark.skipif(not _has_pocketsphinx(), reason="pocketsphinx (extra 'asr') is not installed")
 def test_dialogue_transcription_format(adapter, clips):
-    (answer,) = ask(adapter, request("msu_t4_mst_dialogue_transcription", "What does each speaker say?",
+    (answer,) = ask(adapter, request("dialogue_transcription", "What does each speaker say?",
                                      mix(clips["en_s01"][0], clips["en_s02"][0])))
     assert re.fullmatch(r"\{spk_1: [^;]+; spk_2: [^;]+\}", answer), answer
 
 
 def test_unknown_task_and_unknown_name_cannot_determine(adapter, clips):
     before = adapter.counters["cannot_determine"]
-    a, b = ask(adapter, request("msu_t1_sac_age_recognition", "How old is the first speaker?", clips["en_s01"][0]),
-               request("palm_recognition", "Is Zebulon speaking?", clips["en_s01"][0], 1))
+    a, b = ask(adapter, request("open_qa", "How old is the first speaker?", clips["en_s01"][0]),
+               request("recognition", "Is Zebulon speaking?", clips["en_s01"][0], 1))
     assert a == "I cannot determine this from the audio."
     assert "cannot determine" in b
     assert adapter.counters["cannot_determine"] == before + 2
@@ -187,9 +192,9 @@ def test_unknown_task_and_unknown_name_cannot_determine(adapter, clips):
 
 def test_corrupt_request_fails_alone(adapter, clips):
     good = clips["en_s01"][0]
-    out = adapter.generate([request("palm_recognition", "Is Alice speaking?", good),
-                            request("palm_recognition", "Is Alice speaking?", np.zeros(0, np.float32), 1),
-                            request("palm_recognition", "Is Bob speaking?", good, 2)])
+    out = adapter.generate([request("recognition", "Is Alice speaking?", good),
+                            request("recognition", "Is Alice speaking?", np.zeros(0, np.float32), 1),
+                            request("recognition", "Is Bob speaking?", good, 2)])
     assert [type(r) for r in out] == [Response] * 3
     assert out[0].text.startswith("Yes") and out[2].text.startswith("No")
     assert out[1].text is None and "empty" in out[1].error
@@ -249,16 +254,20 @@ def test_answer_book_routes_names_and_validation(tmp_path):
     from lalm_eval.models.cascade_parts.answers import DEFAULT_ANSWERS, AnswerBook, find_names, language_of
 
     book = AnswerBook()
-    assert book.kind("palm_recognition_ad_cot") == "recognition" and book.kind("palm_reasoning_hd") == "reasoning"
-    assert book.kind("msu_t1_sr_speaker_counting") == "speaker_counting"
-    assert book.kind("msu_t4_mst_dialogue_transcription") == "dialogue_transcription"
-    assert book.kind("msu_t2_sda_emotion_evolution") == "cannot_determine"
+    assert book.kind({"answer_kind": "recognition"}) == ("recognition", "recognition")
+    assert book.kind({"answer_kind": "reasoning", "strategy": "HD"}) == ("reasoning", "reasoning")
+    assert book.kind({"answer_kind": "speaker_counting"})[0] == "speaker_counting"
+    assert book.kind({"answer_kind": "dialogue_transcription"})[0] == "dialogue_transcription"
+    assert book.kind({"answer_kind": "open_qa"}) == ("cannot_determine", "open_qa")
+    assert book.kind({"answer_kind": "telepathy"}) == ("cannot_determine", "telepathy")
+    assert book.kind({"version": 1.0}) == ("cannot_determine", None) and book.kind(None) == ("cannot_determine", None)
+    assert book.wrap("... <Answer></Answer>", "Yes") == "<Answer>Yes</Answer>" and book.wrap("Q?", "Yes") == "Yes"
     assert book.question("- Bob: a deep voice\nQuestion: Is Alice here?") == " Is Alice here?"
     assert find_names("Is Alice’s voice here, or Bobby's?", ["Bob", "Alice"]) == ["Alice"]
     assert find_names("张静和王芳在说话吗？", ["王芳", "张静"]) == ["张静", "王芳"]
     assert language_of("王芳在说话吗？") == "zh" and language_of("Is Alice here?") == "en"
     data = yaml.safe_load(DEFAULT_ANSWERS.read_text("utf-8"))
-    data["routes"][0]["kind"] = "telepathy"
+    data["kinds"]["recognition"] = "telepathy"
     bad = tmp_path / "answers.yaml"
     bad.write_text(yaml.safe_dump(data, allow_unicode=True), "utf-8")
     with pytest.raises(ConfigError, match="telepathy"):
@@ -274,7 +283,55 @@ def test_missing_pocketsphinx_fails_only_transcription(adapter, clips, monkeypat
     monkeypatch.setattr(adapter, "asr", PocketsphinxASR())
     monkeypatch.setattr(adapter, "_transcripts", type(adapter._transcripts)(8))
     audio = clips["en_s02"][0]
-    caption, presence = adapter.generate([request("palm_captioning", "What did Bob say?", audio),
-                                          request("palm_recognition", "Is Bob speaking?", audio, 1)])
+    caption, presence = adapter.generate([request("captioning", "What did Bob say?", audio),
+                                          request("recognition", "Is Bob speaking?", audio, 1)])
     assert caption.text is None and "pip install 'lalm-eval[asr]'" in caption.error
     assert presence.text == "Yes, Bob is speaking in this audio."
+
+
+def test_behaviour_follows_the_declared_kind_not_the_name(adapter, clips, caplog):
+    """A renamed task (e.g. copied with --include_path) that declares its kind works; one that
+    declares none answers "cannot determine", counted as undeclared_kind and logged once per task."""
+    three = mix(clips["en_s01"][0], clips["en_s02"][0], clips["en_s04"][0])
+    before = dict(adapter.counters)
+    with caplog.at_level("WARNING", logger="lalm_eval.models.cascade"):
+        renamed, unnamed, undeclared, undeclared2, unsupported = ask(
+            adapter,
+            request("speaker_counting", "How many different speakers are there?", three, task="my_counting_v2"),
+            request("recognition", "Is Alice speaking?", clips["en_s01"][0], 1, task="whatever"),
+            request(None, "How many different speakers are there?", three, 2, task="msu_t1_sr_speaker_counting"),
+            request(None, "How many different speakers are there?", three, 3, task="msu_t1_sr_speaker_counting"),
+            request("emotion", "Is Alice happy?", clips["en_s01"][0], 4, task="palm_recognition"))
+    assert renamed == "There are three speakers in the conversation."
+    assert unnamed == "Yes, Alice is speaking in this audio."
+    assert undeclared == undeclared2 == unsupported == "I cannot determine this from the audio."
+    grew = {k: adapter.counters[k] - before.get(k, 0) for k in adapter.counters}
+    assert grew["undeclared_kind"] == 2 and grew["unsupported_kind:emotion"] == 1
+    assert grew["cannot_determine"] == 3 and grew["kind:speaker_counting"] == 1
+    warnings = [r for r in caplog.records if "declares no metadata.answer_kind" in r.getMessage()]
+    assert len(warnings) == 1 and "msu_t1_sr_speaker_counting" in warnings[0].getMessage()
+
+
+def test_every_builtin_task_declares_a_kind_the_cascade_knows():
+    """Every built-in PALM and MSU task declares `answer_kind`, and its metadata is otherwise the
+    included prompt/base file's (the block is repeated because an include replaces metadata)."""
+    from lalm_eval.models.cascade_parts.answers import AnswerBook
+    from lalm_eval.tasks import TaskManager
+
+    manager, book = TaskManager(), AnswerBook()
+    names = [n for n in manager.all_tasks() if n.startswith(("palm_", "msu_t"))]
+    assert len([n for n in names if n.startswith("palm_")]) == 17 and len([n for n in names if n.startswith("msu_t")]) >= 25
+    expected = {"palm_recognition": "recognition", "palm_captioning": "captioning", "palm_reasoning": "reasoning",
+                "msu_t1_sr_speaker_counting": "speaker_counting",
+                "msu_t4_mst_dialogue_transcription": "dialogue_transcription"}
+    for name in names:
+        meta = manager.load_task(name).config.metadata
+        declared = meta.get("answer_kind")
+        assert declared in book.kinds, (name, declared)
+        want = next((k for prefix, k in expected.items() if name.startswith(prefix)), None)
+        if name.startswith("msu_t") and want is None:
+            want = "open_qa"
+        if want is not None and not name.startswith("msu_mcq"):
+            assert declared == want, (name, declared)
+        if name.startswith("palm_"):
+            assert meta["strategy"] and meta["breakdown"] == ["task", "n_speakers", "negative_stratum", "language"]

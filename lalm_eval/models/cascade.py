@@ -14,9 +14,11 @@ sees a dataset row, so it cannot read answers or labels):
    :mod:`.cascade_parts.analysis`): webrtcvad regions → 1.6 s windows every 0.8 s → embeddings in
    one batch → each window to the best enrolled subject, or unknown below the threshold, after a
    median filter. A subject is present with at least ``min_speech_s`` of assigned speech.
-3. **Answer** (:mod:`.cascade_parts.answers`, ``cascade_answers.yaml``): the task name picks the
-   kind (recognition, captioning, reasoning, speaker counting, dialogue transcription, or "cannot
-   determine"); the language of the question picks the templates; names are the enrolled names
+3. **Answer** (:mod:`.cascade_parts.answers`, ``cascade_answers.yaml``): the task's DECLARED kind
+   (``metadata.answer_kind`` of its YAML, as ``Request.task_metadata``; never its name, so a task
+   renamed with ``--include_path`` behaves like its original) picks the analysis (recognition,
+   captioning, reasoning, speaker counting, dialogue transcription, or "cannot determine"; a task
+   declaring no kind gets "cannot determine", counted as ``undeclared_kind`` and logged once); the language of the question picks the templates; names are the enrolled names
    found in the question. English speech is transcribed by pocketsphinx (extra ``asr``); there is
    no offline Mandarin recogniser, and Mandarin captioning says so (counted in
    ``counters["no_asr"]``). Reasoning questions get the target's words: the cascade cannot reason.
@@ -35,8 +37,9 @@ crawling in OpenMP spin-waits, several times faster in our measurements).
 ``MULTI_AUDIO = False``: a request with several audios is answered about its *last* audio (the
 test recording in every built-in task, the in-context enrollment tasks included).
 
-``counters``: ``kind:<kind>`` requests per kind; ``cannot_determine`` (unsupported task, or no
-enrolled name in the question); ``no_asr`` (Mandarin captioning/reasoning/transcription);
+``counters``: ``kind:<kind>`` requests per kind; ``undeclared_kind`` (task metadata without
+``answer_kind``); ``unsupported_kind:<declared>`` (a kind missing from the answers YAML);
+``cannot_determine`` (all of those, declared-unsupported kinds, or no enrolled name in the question); ``no_asr`` (Mandarin captioning/reasoning/transcription);
 ``audios_analysed`` / ``analysis_cache_hits``; ``asr_calls``; ``errors``.
 """
 
@@ -137,6 +140,7 @@ class CascadeAdapter(Adapter):
         self._clusterings: _LRU = _LRU(size)
         self._transcripts: _LRU = _LRU(4 * size)
         self.counters: collections.Counter = collections.Counter()
+        self._undeclared_tasks: set[str] = set()
         log.info("cascade: %d subjects, threshold %.3f (calibration EER %.3f)", len(self.enrollment.names),
                  self.threshold, self.calibration["eer"])
 
@@ -170,11 +174,20 @@ class CascadeAdapter(Adapter):
         prompt = _prompt_text(req)
         question = self.book.question(prompt)
         lang = language_of(question)
-        kind = self.book.kind(req.task)
+        kind, declared = self.book.kind(req.task_metadata)
         self.counters[f"kind:{kind}"] += 1
+        if declared is None:
+            self.counters["undeclared_kind"] += 1
+            if req.task not in self._undeclared_tasks:
+                self._undeclared_tasks.add(req.task)
+                log.warning("cascade: task %r declares no metadata.answer_kind: answered 'cannot determine' "
+                            "(counted as undeclared_kind); declare one of %s in its YAML metadata",
+                            req.task, sorted(self.book.kinds))
+        elif declared not in self.book.kinds:
+            self.counters[f"unsupported_kind:{declared}"] += 1
         if kind == "cannot_determine":
             self.counters["cannot_determine"] += 1
-            return self.book.wrap(req.task, self.book.text(lang, "cannot_determine"))
+            return self.book.wrap(prompt, self.book.text(lang, "cannot_determine"))
         audio = _test_audio(req)
         if kind == "speaker_counting":
             n = self.clustering(audio).n_speakers
@@ -184,7 +197,7 @@ class CascadeAdapter(Adapter):
             text = self._transcription(audio, lang)
         else:
             text = self._about_names(kind, audio, question, prompt, lang)
-        return self.book.wrap(req.task, text)
+        return self.book.wrap(prompt, text)
 
     def _about_names(self, kind: str, audio: np.ndarray, question: str, prompt: str, lang: str) -> str:
         names = find_names(question, self.enrollment.names) or find_names(prompt, self.enrollment.names)

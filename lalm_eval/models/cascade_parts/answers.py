@@ -1,13 +1,13 @@
 """Task routing and answer sentences of the cascade, read from ``cascade_answers.yaml``.
 
-:class:`AnswerBook` maps a task name to a kind of analysis (first matching glob), picks the
-answer language from the question (any CJK character → ``zh``), finds the question inside a
-prompt (after the last marker), finds enrolled names in it, and renders the templates.
+:class:`AnswerBook` maps a task's declared kind (``answer_kind`` of its YAML ``metadata``, passed
+as ``Request.task_metadata``) to a kind of analysis, never its name; picks the answer language
+from the question (any CJK character → ``zh``), finds the question inside a prompt (after the
+last marker), finds enrolled names in it, and renders the templates.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import re
 from pathlib import Path
@@ -54,11 +54,18 @@ class AnswerBook:
         if not isinstance(data, dict):
             raise ConfigError(f"{self.path}: expected a mapping at the top level")
         self.markers = [str(m) for m in data.get("question_markers") or []]
-        self.routes = self._globs(data, "routes", "kind")
-        for glob, kind in self.routes:
+        kinds = data.get("kinds")
+        if not isinstance(kinds, dict) or not kinds:
+            raise ConfigError(f"{self.path}: field 'kinds': expected a mapping answer_kind → analysis, got {kinds!r}")
+        for declared, kind in kinds.items():
             if kind not in KINDS:
-                raise ConfigError(f"{self.path}: field 'routes': kind {kind!r} for {glob!r} is not one of {KINDS}")
-        self.wrappers = self._globs(data, "wrappers", "template")
+                raise ConfigError(f"{self.path}: field 'kinds': {declared!r} → {kind!r} is not one of {KINDS}")
+        self.kinds = {str(k): str(v) for k, v in kinds.items()}
+        self.wrappers = []
+        for i, entry in enumerate(data.get("wrappers") or []):
+            if not isinstance(entry, dict) or "prompt_contains" not in entry or "template" not in entry:
+                raise ConfigError(f"{self.path}: field 'wrappers[{i}]': needs 'prompt_contains' and 'template'")
+            self.wrappers.append((str(entry["prompt_contains"]), str(entry["template"])))
         templates = data.get("templates") or {}
         for lang in LANGUAGES:
             missing = [k for k in REQUIRED_TEMPLATES if k not in (templates.get(lang) or {})]
@@ -68,19 +75,17 @@ class AnswerBook:
         self.templates = {lang: {k: str(v) for k, v in templates[lang].items() if k != "number_words"}
                           for lang in LANGUAGES}
 
-    def _globs(self, data: dict, field: str, value: str) -> list[tuple[str, str]]:
-        out = []
-        for i, entry in enumerate(data.get(field) or []):
-            if not isinstance(entry, dict) or "task" not in entry or value not in entry:
-                raise ConfigError(f"{self.path}: field '{field}[{i}]': needs 'task' and '{value}'")
-            out.append((str(entry["task"]), str(entry[value])))
-        return out
+    def kind(self, task_metadata: dict | None) -> tuple[str, str | None]:
+        """``(analysis, declared)`` for a task's metadata: the analysis its ``answer_kind`` maps to
+        (``cannot_determine`` when it declares none, or one missing from ``kinds``) and the
+        declared kind (None when undeclared)."""
+        declared = (task_metadata or {}).get("answer_kind")
+        if declared in (None, ""):
+            return "cannot_determine", None
+        return self.kinds.get(str(declared), "cannot_determine"), str(declared)
 
-    def kind(self, task: str) -> str:
-        return next((kind for glob, kind in self.routes if fnmatch.fnmatchcase(task, glob)), "cannot_determine")
-
-    def wrap(self, task: str, answer: str) -> str:
-        template = next((t for glob, t in self.wrappers if fnmatch.fnmatchcase(task, glob)), None)
+    def wrap(self, prompt: str, answer: str) -> str:
+        template = next((t for text, t in self.wrappers if text in prompt), None)
         return template.format(answer=answer) if template else answer
 
     def question(self, prompt: str) -> str:
