@@ -321,6 +321,8 @@ def evaluate(adapter, task_names: list[str], *, include_path=None, batch_size="1
             # counted from the responses, so that data-parallel runs report every rank's hits
             "cache": {"hits": sum(r.cached for r in responses), "misses": sum(not r.cached for r in responses)},
             "usage": merge_sample_info([r["samples"] for r in results.values()]),
+            # what the adapter is (weights hash, calibrated thresholds, long-audio policy…) and counted
+            "model_identity": adapter.identity(), "adapter_counters": dict(getattr(adapter, "counters", None) or {}),
             "n_generated": adapter.n_generated, "seconds": time.perf_counter() - t0}
 
 

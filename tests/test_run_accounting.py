@@ -74,6 +74,7 @@ def test_usage_model_ids_failures_and_audio_heard_reach_results_and_report(task_
     assert results["usage"]["usage"] == {"prompt_tokens": 40, "completion_tokens": 8}
     assert results["usage"]["model_ids"] == ["gpt-x-1", "gpt-x-2"]
     assert {e["failure"] for e in results["errors"]["who_plain"]} == {"refusal", "audio_decode"}
+    assert results["model_identity"] == {"name": "metered"}  # what the adapter is reaches the results
 
     # a cached rerun: the metadata comes back from the cache; its usage is not billed again
     again = Metered()

@@ -54,6 +54,7 @@ def results_document(run: dict, config: dict) -> dict:
             "config": config, "task_hashes": hashes, "metric_info": metric_info, "cache": run["cache"], "errors": errors,
             "sample_info": {t.name: run["results"][t.name].get("samples", {}) for t in run["tasks"]},
             "usage": run.get("usage", {}), "budget": run.get("budget"),
+            "model_identity": run.get("model_identity", {}), "adapter_counters": run.get("adapter_counters", {}),
             "total_evaluation_time_seconds": round(run["seconds"], 3),
             "date": _dt.datetime.now().timestamp()}
 

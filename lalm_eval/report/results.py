@@ -6,7 +6,9 @@
 hits and misses), ``errors`` (failed documents per task, each with its failure kind),
 ``sample_info`` (per task: truncated samples, audio seconds sent and heard, failures by kind,
 provider token usage, model ids, cost), ``usage`` (those summed over the run), ``budget``
-(``--max_cost``: limit, spent, requests not run) and ``lalm_eval_version``. Metric values
+(``--max_cost``: limit, spent, requests not run), ``model_identity`` (the adapter's identity:
+weights hash, dtype, long-audio policy, calibrated thresholds…), ``adapter_counters`` and
+``lalm_eval_version``. Metric values
 are keyed ``"<metric>,<filter>"`` (``"token_f1,none"``) with ``"<metric>_stderr,<filter>"``
 beside them, as lm-eval writes them, so tools that read lm-eval results read ours.
 
@@ -36,7 +38,7 @@ TOP_LEVEL = {
     "results": dict, "groups": dict, "group_subtasks": dict, "configs": dict, "versions": dict,
     "n-samples": dict, "higher_is_better": dict, "config": dict, "task_hashes": dict, "metric_info": dict,
     "cache": lambda: {"hits": 0, "misses": 0}, "errors": dict, "sample_info": dict, "usage": dict,
-    "budget": lambda: None,
+    "budget": lambda: None, "model_identity": dict, "adapter_counters": dict,
     "total_evaluation_time_seconds": lambda: None, "date": lambda: None,
     "lalm_eval_version": lambda: __version__,
 }
