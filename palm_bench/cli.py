@@ -18,12 +18,22 @@ DEFAULT_CACHE = Path(os.environ.get("LALM_EVAL_CACHE", Path.home() / ".cache" / 
 
 
 def _corpus_info(args) -> int:
+    from palm_bench.config import load_preset
     from palm_bench.corpus.embedded import load_corpus, load_embedded_corpus
     from palm_bench.corpus_info import corpus_statistics, format_table
+    from palm_bench.plan import load_corpus_by_kind
 
-    corpus = load_corpus(args.corpus_dir) if args.corpus_dir else load_embedded_corpus()
+    if args.corpus == "embedded":
+        corpus = load_corpus(args.corpus_dir) if args.corpus_dir else load_embedded_corpus()
+    else:
+        if not args.corpus_dir:
+            from lalm_eval.errors import ConfigError
+
+            raise ConfigError(f"corpus-info --corpus {args.corpus} needs --corpus-dir")
+        corpus, _ = load_corpus_by_kind(args.corpus, str(args.corpus_dir), parse_key_values(args.corpus_option))
     cache = None if args.no_cache else DEFAULT_CACHE / "embeddings"
-    stats = corpus_statistics(corpus, encoder=args.encoder, cache_dir=cache, with_eer=not args.no_eer)
+    stats = corpus_statistics(corpus, encoder=args.encoder, cache_dir=cache, with_eer=not args.no_eer,
+                              scene_config=load_preset(args.preset))
     print(json.dumps(stats, ensure_ascii=False, indent=2) if args.json else format_table(stats))
     return 0
 
@@ -52,10 +62,17 @@ def _build(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="palm-bench", description="PALM-Bench: personalized audio-LLM benchmark")
     sub = ap.add_subparsers(dest="command", required=True)
-    info = sub.add_parser("corpus-info", help="statistics of the embedded speech corpus")
+    info = sub.add_parser("corpus-info", help="statistics of a speech corpus (default: the embedded one)",
+                          allow_abbrev=False)
     info.add_argument("--json", action="store_true", help="print JSON instead of a table")
     info.add_argument("--encoder", default="resemblyzer", help="speaker encoder for the EER (default: resemblyzer)")
-    info.add_argument("--corpus-dir", type=Path, help="a rendered corpus folder (default: the embedded one)")
+    info.add_argument("--corpus", default="embedded", choices=["embedded", "ncssd", "folder"],
+                      help="which reader (default: embedded)")
+    info.add_argument("--corpus-dir", type=Path, help="the corpus folder (embedded: a rendered corpus's data "
+                      "folder; default: the embedded one)")
+    info.add_argument("--corpus-option", action="append", default=[], metavar="KEY=VALUE",
+                      help="reader option, as for build (e.g. language=en)")
+    info.add_argument("--preset", default="small", help="whose scene mix the speaker counts are checked against")
     info.add_argument("--no-eer", action="store_true", help="skip the speaker-embedding EER")
     info.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
     info.set_defaults(func=_corpus_info)

@@ -21,8 +21,10 @@ def folder_size_bytes(folder: Path) -> int:
 
 
 def corpus_statistics(corpus: Corpus, encoder: str = DEFAULT_SPEAKER_ENCODER,
-                      cache_dir: str | Path | None = None, with_eer: bool = True) -> dict:
-    """Per-language counts and minutes, size in MB and (optionally) subject-pair EER."""
+                      cache_dir: str | Path | None = None, with_eer: bool = True, scene_config=None) -> dict:
+    """Per-language counts and minutes, size in MB, the reader's skips (file, reason), with
+    ``scene_config`` (a :class:`~palm_bench.config.BuildConfig`) whether each language has the
+    speakers its scene mix needs, and (optionally) subject-pair EER."""
     languages = {}
     for lang in corpus.languages():
         ids = {s.id for s in corpus.speakers.values() if s.language == lang}
@@ -47,9 +49,37 @@ def corpus_statistics(corpus: Corpus, encoder: str = DEFAULT_SPEAKER_ENCODER,
         "size_mb": round(folder_size_bytes(corpus.root) / 1e6, 2),
         "encoder": None, "eer": None, "eer_threshold": None, "eer_by_language": {},
     }
-    if with_eer:
+    skips = getattr(corpus, "skips", [])
+    stats["skipped"] = [{"file": _relative(f, corpus.root), "reason": r} for f, r in skips]
+    if scene_config is not None:
+        stats["scene_mix"] = scene_mix(corpus, scene_config)
+    if with_eer and len(corpus.subjects()) < 2:
+        stats["eer_note"] = f"EER needs utterances of at least two subjects; the corpus has {len(corpus.subjects())}"
+    elif with_eer:
         stats.update(subject_eer(corpus, encoder=encoder, cache_dir=cache_dir))
     return stats
+
+
+def _relative(file, root) -> str:
+    try:
+        return Path(file).resolve().relative_to(Path(root).resolve()).as_posix()
+    except ValueError:
+        return str(file)
+
+
+def scene_mix(corpus: Corpus, cfg) -> dict:
+    """Per language with subjects (of ``cfg.languages``): what ``cfg``'s scene mix needs, what
+    the corpus has and whether it fits (see :mod:`palm_bench.scene_needs`)."""
+    from palm_bench.scene_needs import scene_needs
+
+    out = {}
+    for lang in sorted({s.language for s in corpus.subjects() if s.language in cfg.languages}):
+        subjects = len(corpus.subjects(lang))
+        need = scene_needs(cfg, lang, subjects, sum(bool(s.profile) for s in corpus.subjects(lang)))
+        voices = sum(s.language == lang for s in corpus.speakers.values())
+        out[lang] = {"needs_subjects": need.subjects, "needs_speakers": need.speakers, "subjects": subjects,
+                     "speakers": voices, "fits": subjects >= need.subjects and voices >= need.speakers}
+    return out
 
 
 def subject_eer(corpus: Corpus, encoder: str = DEFAULT_SPEAKER_ENCODER,
@@ -84,6 +114,16 @@ def format_table(stats: dict) -> str:
     lines.insert(1, "  ".join("-" * w for w in widths))
     lines.append("")
     lines.append(f"shipped size: {stats['size_mb']:.1f} MB")
+    if stats.get("skipped"):
+        first = stats["skipped"][0]
+        lines.append(f"skipped: {len(stats['skipped'])} (e.g. {first['file']}: {first['reason']}; all with --json)")
+    for lang, m in (stats.get("scene_mix") or {}).items():
+        have = f"{lang}: {m['speakers']} voices ({m['subjects']} subjects)"
+        need = f"{m['needs_speakers']} voices / {m['needs_subjects']} subjects needed"
+        lines.append(f"scene mix: {have} " + (f"fits ({need})" if m["fits"] else f"< {need} (see README: "
+                                                                                  "speaker counts)"))
+    if stats.get("eer_note"):
+        lines.append(stats["eer_note"])
     if stats.get("eer") is not None:
         per = ", ".join(f"{k} {v:.2%}" for k, v in stats["eer_by_language"].items())
         lines.append(f"subject EER ({stats['encoder']}): {stats['eer']:.2%} (by language: {per}), "

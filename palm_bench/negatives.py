@@ -15,6 +15,7 @@ import dataclasses
 import numpy as np
 
 from lalm_eval.audio.speaker import SpeakerEncoder
+from lalm_eval.errors import ConfigError
 from palm_bench.config import STRATA
 from palm_bench.corpus.types import Corpus, Utterance
 from palm_bench.prefetch import map_ordered
@@ -41,8 +42,9 @@ class NegativePool:
         left, the nearest stratum (counted in :attr:`fallbacks`)."""
         pool = [c for c in self.candidates[subject_id] if c.clip.speaker not in exclude_speakers]
         if not pool:
-            raise ValueError(f"no negative candidate left for subject {subject_id!r} "
-                             f"outside speakers {sorted(exclude_speakers)}")
+            raise ConfigError(f"no negative candidate left for subject {subject_id!r} outside speakers "
+                              f"{sorted(exclude_speakers)}: the scene mix needs more voices of its language "
+                              "(see palm_bench.scene_needs)")
         want = STRATA.index(stratum)
         for distance in range(len(STRATA)):
             for idx in (want - distance, want + distance):
@@ -83,6 +85,9 @@ def build_pool(corpus: Corpus, split_clips: dict[str, list[Utterance]], referenc
         language = corpus.speakers[subject_id].language
         clips = [c for speaker_id, cs in sorted(split_clips.items()) for c in cs
                  if speaker_id != subject_id and corpus.speakers[speaker_id].language == language]
+        if not clips:  # check_speaker_counts stops a build before this; a clear error all the same
+            raise ConfigError(f"subject {subject_id!r} ({language}): no clip of another {language} speaker in "
+                              "this split, so no negative candidates (add voices of that language)")
         sims = np.array([float(embeddings[c.id] @ ref) for c in clips])
         if strata_config["method"] == "quantile":
             cuts = [float(q) for q in np.quantile(sims, strata_config["edges"])]

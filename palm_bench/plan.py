@@ -16,10 +16,12 @@ import time
 from pathlib import Path
 
 from lalm_eval.audio.speaker import get_speaker_encoder
+from lalm_eval.errors import ConfigError
 from palm_bench.config import BuildConfig
 from palm_bench.corpus.types import Corpus
 from palm_bench.descriptions import acoustic_descriptions, llm_human_descriptions, load_human_descriptions
 from palm_bench.negatives import build_pool, embed_clips, reference_embeddings
+from palm_bench.scene_needs import check_speaker_counts
 from palm_bench.samples import AudioPlan, SplitPlanner
 from palm_bench.splits import SPLITS, split_clips
 
@@ -139,7 +141,19 @@ def make_plan(cfg: BuildConfig, corpus: str = "embedded", corpus_dir: str | None
     data, n_generated = fill_missing_profiles(data, llm, work_dir)
     with_clips = {u.speaker for u in data.utterances}
     keep = {sid for sid, s in data.speakers.items() if s.language in cfg.languages and sid in with_clips}
+    dropped = {}
+    for sid in sorted(with_clips - keep):
+        dropped.setdefault(data.speakers[sid].language, []).append(sid)
+    for language, ids in sorted(dropped.items()):
+        log.warning("%d speaker(s) of language %r left out (languages=%s): %s", len(ids), language,
+                    list(cfg.languages), ", ".join(ids))
+    if not any(s.id in keep for s in data.subjects()):
+        raise ConfigError(f"no subject left in languages {list(cfg.languages)}: the corpus has subjects in "
+                          f"{sorted({s.language for s in data.subjects()}) or 'no language'} "
+                          f"(PALM-Bench's templates exist for en and zh; set --set 'languages=[en]' or give "
+                          "speakers a 'language' in speakers.yaml)")
     data = dataclasses.replace(data, utterances=[u for u in data.utterances if u.speaker in keep])
+    speaker_counts = check_speaker_counts(data, cfg, keep)
     splits = split_clips(data, cfg.test_fraction, cfg.seed)
     encoder = get_speaker_encoder(cfg.encoder, cache_dir=work_dir / "embeddings" if work_dir else None)
     embeddings = embed_clips(encoder, data.utterances)
@@ -161,6 +175,12 @@ def make_plan(cfg: BuildConfig, corpus: str = "embedded", corpus_dir: str | None
         stats["strata_fallbacks"][split] = pool.fallbacks
         stats["cut_points"][split] = {s: [round(c, 4) for c in cuts] for s, cuts in pool.cut_points.items()}
     stats["skipped_source_items"] = getattr(data, "skipped", 0)
+    from palm_bench.corpus_info import _relative
+
+    stats["skipped_source"] = [{"file": _relative(f, data.root), "reason": r} for f, r in getattr(data, "skips", [])]
+    stats["dropped_speakers"] = {lang: {"speakers": ids, "reason": f"language not in languages {list(cfg.languages)}"}
+                                 for lang, ids in sorted(dropped.items())}
+    stats["speakers_per_language"] = speaker_counts
     stats["generated_profiles"] = n_generated
     stats["subjects_without_hd"] = sorted(s for s in subjects if not descriptions[s]["hd"])
     stats["subjects_without_profile"] = sorted(s.id for s in data.subjects() if s.id in keep and not s.profile)

@@ -254,3 +254,23 @@ def test_folder_unusable_corpus_is_a_data_error(tmp_path):
         prepare_folder(tmp_path, language="en")
     with pytest.raises(ConfigError, match="role"):
         prepare_folder(tmp_path, language="en", role="judge")
+
+
+def test_folder_languages_come_from_speakers_yaml_without_a_language_option(tmp_path):
+    from tests.real_layouts import write_folder_corpus
+
+    root = write_folder_corpus(tmp_path / "voices", {"ann": {"language": "en"}, "li": {"language": "zh"}})
+    corpus = prepare_folder(root)  # was: TypeError (missing 'language')
+    assert {s.id: s.language for s in corpus.speakers.values()} == {"ann": "en", "li": "zh"}
+    assert {u.language for u in corpus.utterances if u.speaker == "li"} == {"zh"}
+
+
+def test_folder_speaker_without_any_language_is_a_data_error_naming_it(tmp_path):
+    from tests.real_layouts import write_folder_corpus
+
+    root = write_folder_corpus(tmp_path / "voices", {"ann": {"language": "en"}, "bo": {"gender": "male"}})
+    with pytest.raises(DataError) as err:
+        prepare_folder(root)
+    assert err.value.field == "bo.language" and "speakers.yaml" in str(err.value)
+    assert "--corpus-option language=en" in str(err.value)
+    assert prepare_folder(root, language="en").speakers["bo"].language == "en"

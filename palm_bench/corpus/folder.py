@@ -10,7 +10,8 @@ Layout read by :func:`prepare_folder`::
         sub/folders/...        allowed; the utterance id then carries the relative path
 
 ``speakers.yaml`` maps each id to ``name``, ``name_latin``, ``gender``, ``role`` ("subject" or
-"negative"), ``language``, ``persona`` and ``profile`` (the fields of
+"negative"), ``language`` (``en``/``zh``; the reader's ``language`` option is the default for
+speakers without one), ``persona`` and ``profile`` (the fields of
 :data:`palm_bench.corpus.embedded.PROFILE_FIELDS`, validated as for the embedded corpus). Quote
 ids that look like numbers (YAML reads ``001`` as the integer 1).
 
@@ -183,11 +184,13 @@ def _read_speaker(folder: Path, spec: dict, skips: SkipLog) -> list[Utterance]:
     return utterances
 
 
-def prepare_folder(corpus_dir, language: str, role: str = "subject",
+def prepare_folder(corpus_dir, language: str | None = None, role: str = "subject",
                    speakers_file: str = "speakers.yaml") -> ReaderCorpus:
     """Read a speaker-per-folder corpus (see the module docstring) into a :class:`ReaderCorpus`.
 
-    ``language`` and ``role`` apply to every speaker that ``speakers_file`` does not override.
+    ``language`` and ``role`` apply to every speaker that ``speakers_file`` does not override;
+    without ``language`` every speaker needs a ``language`` in ``speakers_file`` (else a
+    :class:`DataError` names the speakers and both ways to give it).
     """
     root = Path(corpus_dir).resolve()
     if not root.is_dir():
@@ -205,4 +208,10 @@ def prepare_folder(corpus_dir, language: str, role: str = "subject",
         utterances += _read_speaker(folder, specs[folder.name], skips)
     for sid in sorted(set(info) - set(specs)):
         logger.warning("%s: speaker %r has no folder under %s", root / speakers_file, sid, root)
+    voiced = {u.speaker for u in utterances}
+    unknown = [sid for sid, spec in specs.items() if not spec["language"] and sid in voiced]
+    if unknown:
+        raise DataError(root / speakers_file, f"no language for speaker(s) {unknown}: give each a "
+                        "'language: en' (or zh) entry in this file, or pass --corpus-option language=en "
+                        "for every speaker it does not list", field=f"{unknown[0]}.language")
     return build_corpus(root, specs, utterances, skips)
