@@ -100,3 +100,72 @@ class ChoiceMetric(Metric):
         return MetricResult(values, [None] * len(items), details=details,
                             extra={"parser": name, "error_types": dict(sorted(counts.items())),
                                    invalid: counts.get(invalid, 0)})
+
+
+# -- free-text options (MMAU): the reply names an option by its letter or by its text ---------------
+
+_LETTER_FORMS = (
+    r"^\s*[(\[]?([A-Z])[)\].:]?\s*$",  # the reply is a letter: "B", "(B)", "B."
+    r"^\s*[(\[]?([A-Z])[)\].:](?:\s|$)",  # it starts with one: "B. Guitar", "(B) guitar"
+    r"(?i:answer|option|choice)(?i:\s+is)?\s*[:：]?\s*[(\[]?([A-Z])(?![A-Za-z])",  # "The answer is (B)"
+)
+
+
+def _words(text: str) -> frozenset:
+    return frozenset(re.findall(r"\w+", (text or "").lower()))
+
+
+def parse_option(reply: str | None, options: Sequence[str]) -> int | None:
+    """The index of the option a free-text reply chose, else None.
+
+    1. An option letter (A, B, … one per option, upper case) written as a letter: the whole reply
+       (``"B"``, ``"(B)"``), its start followed by ``.`` ``)`` ``:`` (``"B. Guitar"``), or after
+       "answer"/"option"/"choice" (``"The answer is (B)"``). A letter wins over the text after it.
+    2. Else the option whose words all occur in the reply (case and punctuation ignored); when
+       several do, those whose words are a strict subset of another candidate's are dropped
+       (``"electric guitar"`` beats ``"guitar"``); two or more left (``"not piano but guitar"``),
+       or none, is None: the reply did not choose.
+    """
+    letters = [chr(ord("A") + k) for k in range(len(options))]
+    text = reply or ""
+    for pattern in _LETTER_FORMS:
+        found = re.search(pattern, text)
+        if found and found.group(1) in letters:
+            return letters.index(found.group(1))
+    said = _words(text)
+    words = [_words(o) for o in options]
+    found = [k for k, w in enumerate(words) if w and w <= said]
+    found = [k for k in found if not any(words[k] < words[j] for j in found)]
+    return found[0] if len(found) == 1 else None
+
+
+class OptionMetric(Metric):
+    """``option_accuracy``: 1 when :func:`parse_option` picks the reference option (MMAU).
+
+    The reference (``doc_to_target``) is the answer's text, one of the doc's options (option
+    ``choices_field``, default ``choices``), compared case- and space-insensitively. A reply that
+    names no option (or two) scores 0 and is counted (``unparsed``); a reference that is not
+    among the options cannot be scored (None, counted, left out).
+    """
+
+    OPTIONS = ("choices_field",)
+
+    def compute(self, items: list[ScoreItem]) -> MetricResult:
+        field = self.options.get("choices_field", "choices")
+        values, errors, details = [], [], []
+        for item in items:
+            options = [str(o) for o in (item.doc.get(field) or [])]
+            key = [" ".join(o.lower().split()) for o in options]
+            answer = " ".join(item.reference.lower().split())
+            if answer not in key:
+                values.append(None)
+                errors.append(f"reference {item.reference!r} is not one of the options in {field!r}: {options}")
+                details.append(None)
+                continue
+            chosen = parse_option(item.prediction, options)
+            values.append(float(chosen is not None and key[chosen] == answer))
+            errors.append(None)
+            details.append({"chosen": None if chosen is None else options[chosen], "parsed": chosen is not None})
+        unparsed = sum(1 for d in details if d and not d["parsed"])
+        return MetricResult(values, errors, details=details, extra={"parser": "letter_or_option_text",
+                                                                     "unparsed": unparsed})

@@ -48,6 +48,9 @@ class MetricResult:
     extra: dict = dataclasses.field(default_factory=dict)  # signature, backbone, judge settings, agreement…
     details: list | None = None  # per-item dicts for the sample log (judge comments)
     missing: str | None = None  # why the metric could not be computed at all
+    # the CI's statistic over resampled positions of the scored items (non-None values), when the
+    # task value is not their mean (corpus WER/CER); else the CI is of the mean
+    statistic: Any = None
 
 
 @dataclasses.dataclass
@@ -114,7 +117,8 @@ def summarize(result: MetricResult, seed_parts: tuple) -> dict:
     vals = [v for v in result.values if v is not None]
     mean = result.summary if result.summary is not None else mean_or_none(vals)
     stderr = float(np.std(vals, ddof=1) / np.sqrt(len(vals))) if len(vals) > 1 else None
-    ci = bootstrap_ci(vals, seed=stable_int(*map(str, seed_parts))) if len(vals) > 1 else None
+    ci = bootstrap_ci(vals, seed=stable_int(*map(str, seed_parts)), statistic=result.statistic) if len(vals) > 1 \
+        else None
     return {"value": mean, "stderr": stderr, "ci95": list(ci) if ci else None, "n": len(vals),
             "failures": sum(v is None for v in result.values)}
 
@@ -124,3 +128,6 @@ METRICS.register("bertscore", "lalm_eval.metrics.task_metrics:BertScoreMetric")
 METRICS.register("recognition_presence", "lalm_eval.metrics.task_metrics:RecognitionPresenceMetric")
 METRICS.register("llm_judge", "lalm_eval.metrics.task_metrics:JudgeMetric")
 METRICS.register("mcq_accuracy", "lalm_eval.metrics.choice:ChoiceMetric")
+METRICS.register("option_accuracy", "lalm_eval.metrics.choice:OptionMetric")
+METRICS.register("wer", "lalm_eval.metrics.asr:WerMetric")
+METRICS.register("cer", "lalm_eval.metrics.asr:CerMetric")
