@@ -50,6 +50,9 @@ class Request:
     #: the task's ``metadata:`` mapping (e.g. ``answer_kind``), for adapters that choose their behaviour by
     #: what a task declares, not by its name; not part of the cache key (the task hash already covers it)
     task_metadata: dict = dataclasses.field(default_factory=dict)
+    #: the names of the people the prompt is about (the task's ``doc_to_subjects``), for adapters with
+    #: per-speaker soft prompts; the prompt text (in the cache key) already names them
+    subjects: tuple[str, ...] = ()
 
     @property
     def audio_seconds(self) -> float:

@@ -55,7 +55,8 @@ def decode_audio(value) -> np.ndarray:
     raise AudioError(f"cannot decode audio value of type {type(value).__name__}")
 
 
-def load_docs(task: Task, cache_dir: Path, limit: int | None) -> tuple[list[dict], int]:
+def load_docs(task: Task, cache_dir: Path, limit: int | None, split: str | None = None) -> tuple[list[dict], int]:
+    """The task's docs of ``split`` (default: its ``test_split``), after ``process_docs``; and their count."""
     import datasets
 
     cfg = task.config
@@ -63,7 +64,8 @@ def load_docs(task: Task, cache_dir: Path, limit: int | None) -> tuple[list[dict
     prepare = task.hook("prepare_dataset")
     if prepare is not None:
         path = prepare(cfg.dataset_path, cfg.dataset_name, cache_dir)
-    ds = datasets.load_dataset(str(path), cfg.dataset_name, split=cfg.test_split or "test", **(cfg.dataset_kwargs or {}))
+    ds = datasets.load_dataset(str(path), cfg.dataset_name, split=split or cfg.test_split or "test",
+                               **(cfg.dataset_kwargs or {}))
     for name, feature in ds.features.items():  # decode audio ourselves (soundfile, deterministic)
         if isinstance(feature, datasets.Audio):
             ds = ds.cast_column(name, datasets.Audio(decode=False))
@@ -92,14 +94,15 @@ def build_requests(task: Task, docs: list[dict], identity: dict, gen_kwargs: dic
         raw = task.audio_of(doc)
         ids = [_audio_id(a) for a in raw]
         messages = tuple(task.messages(doc))
+        subjects = tuple(task.subjects_of(doc))
         key = (request_key(identity, task.task_hash, doc_id, (), list(messages), kwargs, audio_ids=ids)
                if all(ids) else None)
-        pending.append((doc_id, raw, messages, key))
-    cached = cache.get_many(k for *_, k in pending if k) if cache is not None else {}
+        pending.append((doc_id, raw, messages, key, subjects))
+    cached = cache.get_many(p[3] for p in pending if p[3]) if cache is not None else {}
     requests, doc_ids, errors = [], [], []
-    for doc_id, raw, messages, key in pending:
+    for doc_id, raw, messages, key, subjects in pending:
         if key in cached:
-            requests.append(Request(task.name, doc_id, (), messages, kwargs, key, meta))
+            requests.append(Request(task.name, doc_id, (), messages, kwargs, key, meta, subjects))
             doc_ids.append(doc_id)
             continue
         try:
@@ -109,7 +112,7 @@ def build_requests(task: Task, docs: list[dict], identity: dict, gen_kwargs: dic
             errors.append({"doc_id": doc_id, "error": f"audio: {exc}", "failure": "audio_decode"})
             continue
         key = key or request_key(identity, task.task_hash, doc_id, audios, list(messages), kwargs)
-        requests.append(Request(task.name, doc_id, audios, messages, kwargs, key, meta))
+        requests.append(Request(task.name, doc_id, audios, messages, kwargs, key, meta, subjects))
         doc_ids.append(doc_id)
     return TaskRun(task, docs, requests, doc_ids, errors, len(docs))
 

@@ -32,7 +32,7 @@ LM_EVAL_ONLY_KEYS = {
     "doc_to_choice": "multiple-choice scoring is loglikelihood; put the choices in the prompt template",
     "target_delimiter": "there is no loglikelihood continuation", "fewshot_delimiter": "no few-shot prompts",
     "fewshot_split": "no few-shot prompts", "num_fewshot": "no few-shot prompts", "fewshot_config": "no few-shot prompts",
-    "training_split": "no few-shot prompts", "doc_to_image": "audio tasks: use doc_to_audio",
+    "doc_to_image": "audio tasks: use doc_to_audio",
     "should_decontaminate": "not supported", "doc_to_decontamination_query": "not supported",
     "repeats": "not supported", "custom_dataset": "use hooks: {prepare_dataset: !function ...}",
 }
@@ -48,6 +48,7 @@ class TaskConfig:
     dataset_kwargs: dict | None = None
     test_split: str | None = None
     validation_split: str | None = None
+    training_split: str | None = None  # what `lalm-eval train` fine-tunes on (lm-eval's key)
     process_docs: FunctionRef | None = None
     doc_to_text: str | FunctionRef | None = None
     doc_to_target: str | FunctionRef | None = None
@@ -66,6 +67,9 @@ class TaskConfig:
     doc_to_messages: FunctionRef | None = None
     # ours
     hooks: dict[str, FunctionRef] | None = None
+    # the names of the people a doc's prompt is about (Jinja2 native template or !function giving a
+    # list of names, e.g. "{{ queried }}"): Request.subjects, for per-speaker soft prompts
+    doc_to_subjects: str | FunctionRef | None = None
 
     @classmethod
     def from_dict(cls, data: dict, file: str | Path = "<dict>") -> "TaskConfig":
@@ -158,7 +162,8 @@ def check_template(file: str, key: str, value, bare_name_check: bool = True) -> 
 def _validate_task(c: TaskConfig, file: str) -> None:
     if not isinstance(c.task, str) or not c.task.strip() or "," in c.task:
         _fail(file, "task", f"must be a non-empty name without commas, got {c.task!r}")
-    for key in ("task_alias", "dataset_path", "dataset_name", "test_split", "validation_split"):
+    for key in ("task_alias", "dataset_path", "dataset_name", "test_split", "validation_split",
+                "training_split"):
         _want(file, key, getattr(c, key), (str,), "a string")
     if not (isinstance(c.tag, (str, type(None))) or (isinstance(c.tag, list) and all(isinstance(t, str) for t in c.tag))):
         _fail(file, "tag", f"must be a name or a list of names, got {c.tag!r}")
@@ -166,7 +171,7 @@ def _validate_task(c: TaskConfig, file: str) -> None:
         _want(file, key, getattr(c, key), (dict,), "a mapping")
     for key in ("process_docs", "process_results", "doc_to_messages"):
         _want(file, key, getattr(c, key), (FunctionRef,), "a !function module.fn")
-    for key in ("doc_to_text", "doc_to_target", "doc_to_audio"):
+    for key in ("doc_to_text", "doc_to_target", "doc_to_audio", "doc_to_subjects"):
         check_template(file, key, getattr(c, key))
     _want(file, "description", c.description, (str,), "a Jinja2 template string")
     check_template(file, "description", c.description, bare_name_check=False)

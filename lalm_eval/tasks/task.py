@@ -122,6 +122,16 @@ class Task:
             return []
         return list(audio) if isinstance(audio, (list, tuple)) else [audio]
 
+    def subjects_of(self, doc: dict) -> list[str]:
+        """The names of the people the doc's prompt is about (``doc_to_subjects``; [] when unset)."""
+        names = self._apply("doc_to_subjects", doc, native=True)
+        if names is None:
+            return []
+        names = [names] if isinstance(names, str) else list(names)
+        if not all(isinstance(n, str) for n in names):
+            raise ConfigError(f"{self.yaml_file}: doc_to_subjects must give names (strings), got {names!r}")
+        return names
+
     def render_description(self, doc: dict) -> str | None:
         return self._apply("description", doc)
 
