@@ -27,9 +27,10 @@ from msu_bench.taxonomy import load_taxonomy
 from palm_bench.builder import FEATURES as PALM_FEATURES
 
 TM = TaskManager()
-# the MSU-Benchmark multiple-choice tasks (tasks/msu_mcq/) have their own contract: tests/test_msu_mcq_eval.py
-ALL_TASKS = [t for t in TM.all_tasks() if not t.startswith("msu_mcq")]
-ALL_GROUPS = [g for g in TM.all_groups() if not g.startswith("msu_mcq")]
+# the MSU-Benchmark multiple-choice tasks (tasks/msu_mcq/) have their own contract: tests/test_msu_mcq_eval.py;
+# the forgetting checks (tasks/forgetting/) theirs: tests/test_forgetting_tasks.py
+ALL_TASKS = [t for t in TM.all_tasks() if not t.startswith("msu_mcq") and "forgetting" not in TM.file_of(t).parts]
+ALL_GROUPS = [g for g in TM.all_groups() if not g.startswith("msu_mcq") and "forgetting" not in TM.file_of(g).parts]
 JUDGE_OF = {"recognition": "palm_recognition", "captioning": "palm_captioning", "reasoning": "palm_reasoning"}
 STRATEGIES = ("", "_hd", "_hd_cot", "_ad", "_ad_cot")
 PALM_TASKS = ("recognition", "captioning", "reasoning")

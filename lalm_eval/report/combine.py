@@ -4,7 +4,8 @@ model × strategy, and the plots with a line or bar per model.
     lalm-eval report results/cascade results/tiny-qwen2-audio --output_path results/report
 
 Each folder must hold a ``results_<stamp>.json`` and its ``samples_<task>_<stamp>.jsonl``
-(``--log_samples``); the newest results file of a folder is used.
+(``--log_samples``); the newest results file of a folder is used. Runs of the forgetting checks
+(tasks with ``metadata.table: forgetting``) add PALM Table 4's table (:mod:`.forgetting`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from lalm_eval.errors import DataError
 from lalm_eval.jsonl import iter_jsonl
 from lalm_eval.report.assemble import PLOT_METRICS, metric_labels, missing_reasons, paper_tables, write_plots
+from lalm_eval.report.forgetting import forgetting_table
 from lalm_eval.report.results import _safe_name, load_results, timestamp
 
 
@@ -44,6 +46,16 @@ def load_run_rows(folder: str | Path, label: str | None = None) -> tuple[list[di
     return rows, doc.get("metric_info") or {}
 
 
+def run_documents(folders: list[str | Path]) -> list[tuple[str, dict]]:
+    """``(label, newest results document)`` per folder; the label is the run's model, or the folder's
+    name when two runs share a model (a base model and its fine-tunes)."""
+    docs = [load_results(latest_results(f)) for f in folders]
+    labels = [str((d.get("config") or {}).get("model")) for d in docs]
+    if len(set(labels)) < len(labels):
+        labels = [Path(f).resolve().name for f in folders]
+    return list(zip(labels, docs))
+
+
 def combine(folders: list[str | Path], output_path: str | Path | None = None,
             metrics: list[str] | None = None) -> tuple[str, list[Path]]:
     """The combined Markdown (and, with ``output_path``, ``report_<stamp>.md`` plus plots)."""
@@ -57,6 +69,9 @@ def combine(folders: list[str | Path], output_path: str | Path | None = None,
     names = metrics or sorted({m for r in rows for m in r["metrics"]})
     text = "# lalm-eval: combined report\n\n" + paper_tables(rows, names, missing_reasons(pseudo),
                                                               metric_labels(pseudo)) + "\n"
+    forgetting = forgetting_table(run_documents(folders))
+    if forgetting:
+        text = text.rstrip("\n") + "\n\n" + forgetting + "\n"
     files: list[Path] = []
     if output_path is not None:
         out, stamp = Path(output_path), timestamp()
