@@ -85,11 +85,11 @@ def run_check(args) -> tuple[dict, int]:
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     common = dict(include_path=args.include_path, limit=args.limit, gen_kwargs=gen_kwargs,
                   cache_dir=Path(args.cache_dir), use_cache=False)
-    adapter = build_adapter(args.model, args.model_args, args.device, args.cache_dir)
+    adapter = build_adapter(args.model, args.model_args, args.device, args.cache_dir, use_response_cache=False)
     runs = {f"{args.model} @ batch {b}": evaluate(adapter, tasks, batch_size=b, **common) for b in sizes}
     if args.model_b:
         other = build_adapter(args.model_b, args.model_args if args.model_args_b is None else args.model_args_b,
-                              args.device, args.cache_dir)
+                              args.device, args.cache_dir, use_response_cache=False)
         runs[f"{args.model_b} @ batch {sizes[0]}"] = evaluate(other, tasks, batch_size=sizes[0], **common)
     names = list(runs)
     reference = runs[names[0]]

@@ -113,9 +113,12 @@ def attach_budget(adapter, args) -> None:
         adapter.budget = Budget(args.max_cost, prices)
 
 
-def build_adapter(model: str, model_args_text: str, device: str | None, cache_dir: str):
+def build_adapter(model: str, model_args_text: str, device: str | None, cache_dir: str,
+                  use_response_cache: bool = True):
     """The registered adapter ``model`` built from ``k=v,k=v`` args (``--device`` and, for adapters
-    with caches of their own, ``--cache_dir`` passed on). Unknown args are the adapter's error."""
+    with caches of their own, ``--cache_dir`` passed on; adapters that write answers to the response
+    cache themselves, ``WRITES_RESPONSE_CACHE``, get none under ``--no_cache``). Unknown args are
+    named with the ones the adapter takes."""
     import inspect
 
     from lalm_eval.models import MODELS
@@ -127,7 +130,8 @@ def build_adapter(model: str, model_args_text: str, device: str | None, cache_di
         model_args["device"] = device
     adapter_cls = MODELS.get(model)
     if "cache_dir" in inspect.signature(adapter_cls.__init__).parameters:  # adapters with caches of their own
-        model_args.setdefault("cache_dir", cache_dir)
+        off = not use_response_cache and getattr(adapter_cls, "WRITES_RESPONSE_CACHE", False)
+        model_args.setdefault("cache_dir", "none" if off else cache_dir)
     signature = inspect.signature(adapter_cls.__init__)
     try:  # an argument the adapter does not take (or a missing one): name it, list the valid ones
         signature.bind(None, **model_args)
@@ -149,7 +153,8 @@ def run_eval(args) -> int:
     np.random.seed(args.seed)
     from lalm_eval.parallel import is_main_process
 
-    adapter = build_adapter(args.model, args.model_args, args.device, args.cache_dir)
+    adapter = build_adapter(args.model, args.model_args, args.device, args.cache_dir,
+                            use_response_cache=not args.no_cache)
     attach_budget(adapter, args)
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     if args.dry_run:

@@ -118,7 +118,7 @@ def build_requests(task: Task, docs: list[dict], identity: dict, gen_kwargs: dic
 
 
 #: ``Response.meta`` keys copied into each sample row (see ``lalm_eval.api``)
-SAMPLE_META = ("audio_s", "seen_s", "truncated", "chunks", "usage", "model", "cost_usd")
+SAMPLE_META = ("audio_s", "seen_s", "truncated", "chunks", "usage", "model", "cost_usd", "attempts", "finish_reason")
 
 
 def sample_info(rows: list[dict], errors: list[dict]) -> dict:

@@ -136,3 +136,11 @@ def test_check_passes_on_batching_and_fails_across_different_models(task_dir, ti
     out = capsys.readouterr().out
     assert status == 1 and "first difference, qwen2_5_omni @ batch 1" in out and "below --min_identical" in out
     assert main(base + ["--batch_sizes", "1,x"]) == 2
+
+
+def test_no_cache_reaches_adapters_that_write_the_response_cache_themselves(tmp_path):
+    from lalm_eval.cli import build_adapter
+
+    args = "model=m,base_url=http://127.0.0.1:9/v1"
+    assert build_adapter("openai_audio", args, None, str(tmp_path))._cache_path == str(tmp_path / "responses.sqlite")
+    assert build_adapter("openai_audio", args, None, str(tmp_path), use_response_cache=False)._cache_path is None

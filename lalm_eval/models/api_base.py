@@ -216,6 +216,7 @@ class APIAdapter(Adapter):
     """Base of the hosted-API adapters (see the module docstring)."""
 
     name = "api"
+    WRITES_RESPONSE_CACHE = True  # the CLI passes cache_dir=none under --no_cache
     MULTI_AUDIO = True
     AUDIO_LIMIT_SCOPE = "per_request"
     LONG_AUDIO_DEFAULT = "refuse"
