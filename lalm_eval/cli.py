@@ -7,6 +7,8 @@
     lalm-eval paths                         # where this install's task and card folders are
     lalm-eval check --model M --model_args ... --tasks T --batch_sizes 1,8 [--model_b B --model_args_b ...]
                                             # same answers at batch 1 and k, and on another backend?
+    lalm-eval train --model M --model_args pretrained=DIR --tasks T --recipe lora_attn --output_dir OUT
+                                            # fine-tune under a PALM §5.2 recipe (lalm_eval/training/)
 
 Imports stay lazy so start-up is fast: torch/transformers load only when a model is built.
 """
@@ -25,7 +27,7 @@ from lalm_eval.cli_support import parse_key_values
 from lalm_eval.errors import LalmEvalError
 
 DEFAULT_CACHE = Path(os.environ.get("LALM_EVAL_CACHE", Path.home() / ".cache" / "lalm_eval"))
-SUBCOMMANDS = ("tasks", "make-tiny-model", "paths", "report", "check")
+SUBCOMMANDS = ("tasks", "make-tiny-model", "paths", "report", "check", "train")
 
 
 def _model_args(text: str) -> dict:
@@ -248,6 +250,10 @@ def run_subcommand(argv: list[str]) -> int:
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if argv and argv[0] == "train":
+            from lalm_eval.training.cli import main as train_main
+
+            return train_main(argv[1:])
         if argv and argv[0] == "check":
             from lalm_eval.check import main as check_main
 

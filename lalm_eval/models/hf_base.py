@@ -21,10 +21,18 @@ audio part (Qwen2-Audio and Qwen2.5-Omni: 30 s, their feature extractors cut the
 ``hf-audio``: none known). Model arg ``long_audio=truncate`` (default) cuts explicitly at the limit,
 ``refuse`` fails such requests as ``audio_over_limit``, ``chunk`` sends consecutive ≤ limit parts;
 every response records ``audio_s``, ``seen_s`` and ``truncated``.
+
+Training outputs (``lalm-eval train``, :mod:`lalm_eval.training`): model arg ``peft=DIR`` loads a
+peft adapter (any LoRA placement, the audio tower's included) onto ``pretrained``;
+``soft_prompts=DIR`` the per-speaker soft prompts (each request's ``subjects`` get their tokens
+after each mention of their name, :mod:`lalm_eval.training.soft_prompts`; a subject without tokens
+in the folder is an error); a merged or fully fine-tuned checkpoint is just ``pretrained=``. The
+adapter's and soft prompts' file hashes enter ``identity()`` (the cache key).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import logging
@@ -88,6 +96,15 @@ def fingerprint(pretrained: str, samples: int = 8, chunk: int = 1 << 16) -> str:
     return h.hexdigest()
 
 
+def _folder_hash(folder: Path, patterns: tuple[str, ...]) -> str:
+    """sha256 of the names and bytes of the files of ``folder`` matching ``patterns`` (small files:
+    peft adapters)."""
+    h = hashlib.sha256()
+    for path in sorted({p for pat in patterns for p in folder.glob(pat) if p.is_file()}):
+        h.update(path.name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
 def _config_dict(pretrained: str) -> dict:
     """The model's ``config.json`` as a dict (local folder or cached Hub file), without building a config."""
     import json
@@ -122,7 +139,7 @@ class HFAudioAdapter(Adapter):
 
     def __init__(self, pretrained: str, device: str = "auto", dtype: str = "auto",
                  max_audio_seconds_per_batch: float | str | None = None, trust_remote_code: bool | str = False,
-                 long_audio: str | None = None):
+                 long_audio: str | None = None, peft: str | None = None, soft_prompts: str | None = None):
         super().__init__()
         if not pretrained:
             raise ConfigError(f"{self.name}: model argument 'pretrained' (a folder or Hub id) is required")
@@ -135,12 +152,26 @@ class HFAudioAdapter(Adapter):
         self.long_audio = resolve_policy(long_audio, self.LONG_AUDIO_DEFAULT, self.AUDIO_LIMIT_SCOPE, self.name)
         self.n_failed = 0  # requests that got Response(None, error)
         self._model = self._processor = self._identity = None
+        self.peft = str(peft) if peft else None  # a peft adapter folder (lalm-eval train, LoRA recipes)
+        self.soft_prompts_path = str(soft_prompts) if soft_prompts else None
+        self.soft_prompts = None  # lalm_eval.training.soft_prompts.SoftPrompts, loaded on first use
+        if self.peft and not (Path(self.peft).expanduser() / "adapter_config.json").is_file():
+            raise ConfigError(f"{self.name}: peft={self.peft}: no adapter_config.json there (a peft adapter folder, "
+                              f"e.g. the output_dir of `lalm-eval train --recipe lora_*`)")
 
     def identity(self) -> dict:
         """Computed once per adapter (it hashes files); loads no weights."""
         self._identity = self._identity or {
             "name": self.name, "pretrained": self.pretrained, "config_hash": fingerprint(self.pretrained),
             "dtype": self.dtype, "transformers": _transformers_version(), "long_audio": self.long_audio}
+        if self.peft and "peft_hash" not in self._identity:
+            self._identity.update(peft=self.peft, peft_hash=_folder_hash(Path(self.peft).expanduser(),
+                                                                         ("adapter_config.json", "adapter_model.*")))
+        if self.soft_prompts_path and "soft_prompts_hash" not in self._identity:
+            from lalm_eval.training.soft_prompts import fingerprint_folder
+
+            self._identity.update(soft_prompts=self.soft_prompts_path,
+                                  soft_prompts_hash=fingerprint_folder(self.soft_prompts_path))
         return dict(self._identity)
 
     @property
@@ -210,6 +241,10 @@ class HFAudioAdapter(Adapter):
                                     trust_remote_code=self.trust_remote_code)
         if model.generation_config.pad_token_id is None:
             model.generation_config.pad_token_id = tok.pad_token_id
+        if self.peft:
+            from peft import PeftModel
+
+            model = PeftModel.from_pretrained(model, str(Path(self.peft).expanduser()))
         self._model = model.eval()
 
     def convert_messages(self, messages) -> list[dict]:
@@ -231,7 +266,17 @@ class HFAudioAdapter(Adapter):
             raise AudioError(f"{where}: audio contains NaN or infinite samples")
         return resample(audio, AUDIO_SR, self.sampling_rate)
 
+    def load_soft_prompts(self):
+        """The per-speaker soft prompts of ``soft_prompts=`` (None without), loaded once."""
+        if self.soft_prompts is None and self.soft_prompts_path:
+            from lalm_eval.training.soft_prompts import SoftPrompts
+
+            self.soft_prompts = SoftPrompts.load(self.soft_prompts_path, self.tokenizer)
+        return self.soft_prompts
+
     def build_inputs(self, requests: list[Request]):
+        if self.load_soft_prompts() is not None:  # placeholders after each subject's name
+            requests = [self.soft_prompts.mark(r) for r in requests]
         for r in requests:
             n_parts = sum(p.get("type") == "audio" for m in r.messages for p in _parts(m))
             if n_parts != len(r.audios):
@@ -262,7 +307,11 @@ class HFAudioAdapter(Adapter):
         inputs, model = self.build_inputs(requests), self.model
         inputs = {k: (v.to(self.device, self.torch_dtype) if v.is_floating_point() else v.to(self.device))
                   if torch.is_tensor(v) else v for k, v in inputs.items()}
-        with torch.inference_mode():
+        soft, splice = self.load_soft_prompts(), None
+        if soft is not None:
+            soft.attach(model)
+            splice = soft.applied(inputs["input_ids"], inputs["attention_mask"], [soft.mentions(r) for r in requests])
+        with torch.inference_mode(), splice or contextlib.nullcontext():
             out = model.generate(**inputs, **gen_kwargs)
         out = getattr(out, "sequences", out)
         if not getattr(model.config, "is_encoder_decoder", False):
@@ -298,6 +347,8 @@ class HFAudioAdapter(Adapter):
 
     def generate(self, requests: list[Request], batch_size: int | str = 1) -> list[Response]:
         requests = list(requests)
+        if self.load_soft_prompts() is not None:  # a subject without tokens fails the run, not a sample
+            self.soft_prompts.check(requests)
         kept, fitted, metas, refused = self.fit(requests)
         self.n_failed += len(refused)
         done = self._generate(fitted, batch_size) if fitted else []

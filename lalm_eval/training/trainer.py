@@ -1,0 +1,212 @@
+"""Fine-tune an HF audio adapter's model under a recipe with transformers' ``Trainer``.
+
+What lands in ``output_dir``:
+
+- ``lora``: the peft adapter (``adapter_config.json``, ``adapter_model.safetensors``): evaluate
+  with ``--model_args pretrained=BASE,peft=OUT``;
+- ``full``: a complete model folder (weights + processor files): ``pretrained=OUT``;
+- ``prompt_tuning``: ``soft_prompts/<subject>.safetensors`` + ``soft_prompts/index.json``:
+  ``pretrained=BASE,soft_prompts=OUT``;
+- always ``train_info.json`` (recipe, tasks, examples, seed, filter, base model fingerprint,
+  trainable parameters, seconds, samples/s), ``loss.json`` (step, loss, lr per logging step) and
+  ``loss.png``; checkpoints under ``checkpoints/`` (``--resume_from_checkpoint`` picks the last).
+
+bf16 on CUDA (the adapter's dtype; weights as loaded, bf16 autocast), float32 on CPU; optional
+gradient checkpointing; the seed goes to ``transformers.set_seed`` before LoRA / soft prompts are
+initialised and to the data order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+from pathlib import Path
+
+from lalm_eval.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class TrainOptions:
+    tasks: list[str]
+    recipe: str
+    output_dir: Path
+    cache_dir: Path
+    include_path: list | None = None
+    speakers: str | None = None  # single_speaker | multi_speaker
+    setting: str | None = None  # the recipe's settings key (default: multi_speaker with --filter multi_speaker)
+    tokens: int | None = None
+    max_steps: int = -1
+    epochs: float | None = None
+    learning_rate: float | None = None
+    batch_size: int = 1
+    grad_accum: int = 1
+    seed: int = 0
+    limit: int | None = None
+    gradient_checkpointing: bool = False
+    resume: bool = False
+    save_steps: int = 500
+    logging_steps: int = 1
+
+
+def _trainer_class(soft):
+    from transformers import Trainer
+
+    if soft is None:
+        return Trainer
+
+    class SoftPromptTrainer(Trainer):
+        """Checkpoints hold the soft prompts only (the frozen model is the base model)."""
+
+        def _save(self, output_dir=None, state_dict=None):
+            soft.save(output_dir or self.args.output_dir)
+
+        def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
+            import torch
+
+            from lalm_eval.training.soft_prompts import SoftPrompts
+
+            loaded = SoftPrompts.load(resume_from_checkpoint, _Tok(soft))
+            with torch.no_grad():
+                for name, param in soft.by_name.items():
+                    param.copy_(loaded.by_name[name])
+
+    return SoftPromptTrainer
+
+
+class _Tok:  # what SoftPrompts.load reads of a tokenizer: the placeholder
+    def __init__(self, soft):
+        self.pad_token, self.pad_token_id = soft.placeholder, soft.placeholder_id
+
+
+def save_processor(adapter, out: Path) -> None:
+    processor = adapter.processor
+    if hasattr(processor, "save_pretrained"):
+        processor.save_pretrained(out)
+        return
+    for part in ("tokenizer", "feature_extractor"):  # ManualOmniProcessor (no torchvision)
+        getattr(processor, part).save_pretrained(out)
+
+
+def loss_curve(log_history: list[dict], out: Path) -> list[dict]:
+    """``loss.json`` and ``loss.png`` from the Trainer's log history; returns the points."""
+    points = [{"step": e["step"], "loss": e["loss"], "learning_rate": e.get("learning_rate"), "epoch": e.get("epoch")}
+              for e in log_history if "loss" in e]
+    (out / "loss.json").write_text(json.dumps(points, indent=2) + "\n", encoding="utf-8")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot([p["step"] for p in points], [p["loss"] for p in points], marker="." if len(points) < 50 else None)
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss (answer tokens)")
+    ax.set_title(out.name)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out / "loss.png", dpi=120)
+    plt.close(fig)
+    return points
+
+
+def train(adapter, opts: TrainOptions) -> dict:
+    """Train ``adapter``'s model (an ``HFAudioAdapter``) under ``opts``; returns ``train_info``."""
+    import torch
+    from transformers import TrainingArguments, set_seed
+
+    from lalm_eval.models.hf_base import HFAudioAdapter, fingerprint
+    from lalm_eval.training.data import Collator, ExampleDataset, training_examples
+    from lalm_eval.training.recipes import apply_recipe, load_recipe, trainable_parameters
+    from lalm_eval.training.soft_prompts import SoftPromptModel, SoftPrompts
+
+    if not isinstance(adapter, HFAudioAdapter):
+        raise ConfigError(f"lalm-eval train: --model {adapter.name!r} is not a Hugging Face audio adapter "
+                          "(qwen2_audio, qwen2_5_omni, hf-audio)")
+    if getattr(adapter, "peft", None) or getattr(adapter, "soft_prompts_path", None):
+        raise ConfigError("lalm-eval train: start from a base or merged model (pretrained=), not from peft= / "
+                          "soft_prompts= outputs")
+    setting = opts.setting or ("multi_speaker" if opts.speakers == "multi_speaker" else None)
+    recipe = load_recipe(opts.recipe, tokens=opts.tokens, setting=setting)
+    out = Path(opts.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    examples = training_examples(opts.tasks, opts.cache_dir, opts.include_path, opts.speakers, opts.limit)
+    set_seed(opts.seed)
+    model = adapter.model
+    model.train()
+    base_hash = fingerprint(adapter.pretrained)
+    soft = None
+    if recipe.method == "prompt_tuning":
+        names = sorted({n for e in examples for n in e.subjects})
+        if not names:
+            raise ConfigError(f"recipe {recipe.name!r}: the training docs name no subjects (the tasks' "
+                              "doc_to_subjects gives none); per-speaker prompt tuning needs them")
+        apply_recipe(model, recipe)
+        soft = SoftPrompts.initialise(names, recipe.tokens, model, adapter.tokenizer, opts.seed, recipe.init_scale)
+        soft.params.to(model.device)
+        adapter.soft_prompts = soft  # build_inputs inserts the placeholders, as in evaluation
+        train_model = SoftPromptModel(model, soft)
+        collator = Collator(adapter, prepare=lambda reqs: (reqs, {"soft_prompt_mentions": [soft.mentions(r)
+                                                                                           for r in reqs]}))
+    else:
+        train_model = apply_recipe(model, recipe, opts.seed)
+        collator = Collator(adapter)
+    trainable = [n for n, p in train_model.named_parameters() if p.requires_grad]
+    n_trainable = sum(p.numel() for p in train_model.parameters() if p.requires_grad)
+    hp = recipe.training_args(setting)
+    cuda = adapter.device.startswith("cuda")
+    args = TrainingArguments(
+        output_dir=str(out / "checkpoints"), per_device_train_batch_size=opts.batch_size,
+        gradient_accumulation_steps=opts.grad_accum,
+        learning_rate=float(opts.learning_rate if opts.learning_rate is not None else hp["learning_rate"]),
+        num_train_epochs=float(opts.epochs if opts.epochs is not None else hp.get("num_train_epochs", 1)),
+        max_steps=opts.max_steps, optim=hp.get("optim", "adamw_torch"), logging_steps=opts.logging_steps,
+        save_strategy="steps", save_steps=opts.save_steps, save_total_limit=2, seed=opts.seed, data_seed=opts.seed,
+        bf16=cuda and adapter.torch_dtype == torch.bfloat16, use_cpu=not cuda,
+        gradient_checkpointing=opts.gradient_checkpointing,
+        gradient_checkpointing_kwargs={"use_reentrant": False} if opts.gradient_checkpointing else None,
+        remove_unused_columns=False, report_to=[], dataloader_num_workers=0, disable_tqdm=False)
+    trainer = _trainer_class(soft)(model=train_model, args=args, train_dataset=ExampleDataset(examples),
+                                   data_collator=collator)
+    resumed_from = None
+    if opts.resume:
+        from transformers.trainer_utils import get_last_checkpoint
+
+        last = get_last_checkpoint(args.output_dir) if Path(args.output_dir).is_dir() else None
+        if last is None:
+            raise ConfigError(f"--resume_from_checkpoint: no checkpoint-* folder in {args.output_dir}")
+        resumed_from = json.loads((Path(last) / "trainer_state.json").read_text())["global_step"]
+    start = time.time()
+    result = trainer.train(resume_from_checkpoint=True if opts.resume else None)
+    seconds = time.time() - start
+    if soft is not None:
+        soft.save(out)
+    elif recipe.method == "lora":
+        train_model.save_pretrained(out)
+    else:
+        model.save_pretrained(out)
+        save_processor(adapter, out)
+    points = loss_curve(trainer.state.log_history, out)
+    info = {"recipe": dataclasses.asdict(recipe), "setting": setting, "tasks": opts.tasks, "filter": opts.speakers,
+            "examples": len(examples), "examples_per_task": {t: sum(e.task == t for e in examples)
+                                                             for t in dict.fromkeys(e.task for e in examples)},
+            "model": adapter.name, "pretrained": adapter.pretrained, "base_config_hash": base_hash,
+            "seed": opts.seed, "max_steps": opts.max_steps, "global_step": trainer.state.global_step,
+            "resumed_from_step": resumed_from,
+            "learning_rate": args.learning_rate, "epochs": args.num_train_epochs, "batch_size": opts.batch_size,
+            "grad_accum": opts.grad_accum, "dtype": adapter.dtype, "device": adapter.device,
+            "trainable_parameters": n_trainable, "trainable_tensors": len(trainable),
+            "seconds": round(seconds, 2), "train_samples_per_second": result.metrics.get("train_samples_per_second"),
+            "loss_first": points[0]["loss"] if points else None, "loss_last": points[-1]["loss"] if points else None,
+            "evaluate_with": _evaluate_with(adapter, recipe, out)}
+    (out / "train_info.json").write_text(json.dumps(info, indent=2, default=str) + "\n", encoding="utf-8")
+    return info
+
+
+def _evaluate_with(adapter, recipe, out: Path) -> str:
+    args = {"full": f"pretrained={out}", "lora": f"pretrained={adapter.pretrained},peft={out}",
+            "prompt_tuning": f"pretrained={adapter.pretrained},soft_prompts={out}"}[recipe.method]
+    return f"lalm-eval --model {adapter.name} --model_args {args} --tasks ..."
