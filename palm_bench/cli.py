@@ -1,8 +1,9 @@
 """``palm-bench``: the PALM-Bench command line.
 
 Subcommands: ``corpus-info`` (statistics of the embedded or a rendered corpus), ``build``
-(dataset → Parquet + card) and ``push`` (upload to the Hub; token from ``HF_TOKEN`` or the
-cached login, never printed).
+(dataset → Parquet + card), ``push`` (upload to the Hub; token from ``HF_TOKEN`` or the
+cached login, never printed) and ``export-sft`` (ms-swift / LLaMA-Factory training data,
+:mod:`palm_bench.sft_export`).
 """
 
 from __future__ import annotations
@@ -59,6 +60,18 @@ def _build(args) -> int:
     return 0
 
 
+def _export_sft(args) -> int:
+    from palm_bench.sft_export import export_sft
+
+    tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
+    info = export_sft(args.out, args.format, split=args.split, dataset=args.dataset, tasks=tasks,
+                      strategy=args.prompt, cache_dir=DEFAULT_CACHE, limit=args.limit)
+    per_task = ", ".join(f"{t} {v['rows']}" for t, v in info["tasks"].items())
+    print(f"wrote {args.out}: {info['rows']} {args.format} examples ({info['jsonl']}), {info['audio_files']} audio "
+          f"files; rows per task: {per_task}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="palm-bench", description="PALM-Bench: personalized audio-LLM benchmark")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -93,6 +106,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_llm_options(b, "writes missing subject profiles")
     b.set_defaults(func=_build)
     add_push_command(sub)
+
+    x = sub.add_parser("export-sft", help="rows as ms-swift / LLaMA-Factory audio SFT data, with the harness "
+                       "tasks' own prompts")
+    x.add_argument("--format", required=True, choices=["ms-swift", "llamafactory"])
+    x.add_argument("--out", required=True, help="output folder (audio/, <split>.jsonl, dataset_info.json)")
+    x.add_argument("--split", default="train")
+    x.add_argument("--dataset", default="palm-bench", help="a built PALM-Bench folder or Hub id (default: "
+                   "./palm-bench, else the embedded small preset, built once into the cache)")
+    x.add_argument("--tasks", default="recognition,captioning", help="PALM task configs (recognition, captioning, "
+                   "reasoning) or harness task names (palm_recognition_enroll)")
+    x.add_argument("--prompt", default="base", choices=["base", "hd", "hd_cot", "ad", "ad_cot"],
+                   help="which prompting strategy's task renders the prompts (default: base)")
+    x.add_argument("--limit", type=int, default=None, help="at most this many rows per task")
+    x.set_defaults(func=_export_sft)
     return ap
 
 
