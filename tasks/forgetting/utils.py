@@ -8,8 +8,8 @@ ours and sets ``dataset_path: /data/LibriSpeech``), else the folder in the corpu
 variable — reads ``dataset_name`` (the corpus split) and builds
 ``<cache_dir>/datasets/forgetting-<corpus>-<split>-<hash>`` once: config ``dataset_name``, split
 ``test``. The build is keyed by the copy's path and a listing of its files (names and sizes), so
-a changed copy is rebuilt. Audio bytes are stored as distributed (FLAC / WAV); the evaluator
-decodes and resamples them to 16 kHz.
+a changed copy is rebuilt. Audio bytes are stored as distributed (FLAC / WAV / Opus), embedded
+as the Parquet is written; the evaluator decodes and resamples them to 16 kHz.
 
 Layouts (a missing copy or file is a ConfigError / DataError naming the variable, path and layout):
 
@@ -270,7 +270,10 @@ def read_embedded(language: str, seed: int, test_fraction: float) -> tuple[list[
 
 
 def _audio(path: Path) -> dict:
-    return {"bytes": Path(path).read_bytes(), "path": Path(path).name}
+    """The file by path: its bytes are embedded when the Parquet is written, 100 rows at a time
+    (``lalm_eval.hub.write_split``), so a large split is never held in memory; the stored path is
+    the file name."""
+    return {"bytes": None, "path": str(Path(path).resolve())}
 
 
 def _skips(reasons: dict[str, list[str]]) -> dict:
