@@ -62,6 +62,8 @@ OPTIONS = ["Piano", "Guitar", "Electric guitar", "Drums"]
     ("Not a piano, a guitar", None),     # two options named: no choice
     ("I cannot tell", None), ("", None),
     ("B. Piano", 1),                     # the letter wins over the text after it
+    ("I think it's D.", 3), ("Probably (C)", 2), ("It is a dog barking in the rain, so A", 0),
+    ("Played on a piano in E", 0),       # E is no letter of 4 options: the text names Piano
 ])
 def test_parse_option(reply, index):
     assert parse_option(reply, OPTIONS) == index

@@ -108,6 +108,7 @@ _LETTER_FORMS = (
     r"^\s*[(\[]?([A-Z])[)\].:]?\s*$",  # the reply is a letter: "B", "(B)", "B."
     r"^\s*[(\[]?([A-Z])[)\].:](?:\s|$)",  # it starts with one: "B. Guitar", "(B) guitar"
     r"(?i:answer|option|choice)(?i:\s+is)?\s*[:：]?\s*[(\[]?([A-Z])(?![A-Za-z])",  # "The answer is (B)"
+    r"(?<![A-Za-z'’])[(\[]?([A-Z])[)\]]?[.!]?\s*$",  # it ends with one: "I think it's B."
 )
 
 
@@ -120,7 +121,8 @@ def parse_option(reply: str | None, options: Sequence[str]) -> int | None:
 
     1. An option letter (A, B, … one per option, upper case) written as a letter: the whole reply
        (``"B"``, ``"(B)"``), its start followed by ``.`` ``)`` ``:`` (``"B. Guitar"``), or after
-       "answer"/"option"/"choice" (``"The answer is (B)"``). A letter wins over the text after it.
+       "answer"/"option"/"choice" (``"The answer is (B)"``), or ending it (``"I think it's B."``).
+       A letter wins over the option text.
     2. Else the option whose words all occur in the reply (case and punctuation ignored); when
        several do, those whose words are a strict subset of another candidate's are dropped
        (``"electric guitar"`` beats ``"guitar"``); two or more left (``"not piano but guitar"``),
