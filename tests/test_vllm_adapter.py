@@ -509,3 +509,13 @@ def test_long_audio_and_rejection_on_the_real_engine(engines):
     with pytest.raises(ConfigError, match="'no_repeat_ngram_size'"):
         ad.generate([request(3, [tone(1.0)], max_new_tokens=8, no_repeat_ngram_size=2)])
     assert isinstance(ad.generate([short_req])[0], Response)
+
+
+def test_make_tiny_model_head_dim_is_checked(tmp_path):
+    from lalm_eval.models.tiny import make_tiny_model
+
+    with pytest.raises(ConfigError, match="--head-dim is supported for qwen2_audio, not 'qwen2_5_omni'"):
+        make_tiny_model("qwen2_5_omni", tmp_path / "x", head_dim=64)
+    with pytest.raises(ConfigError, match="multiple of 8"):
+        make_tiny_model("qwen2_audio", tmp_path / "x", head_dim=12)
+    assert not (tmp_path / "x").exists()
