@@ -78,3 +78,14 @@ def test_bad_recipes_and_placements(tiny):
         resolve_placement(model.model.language_model, "audio_tower")
     with pytest.raises(ConfigError, match="unknown LoRA placement 'mlp'"):
         resolve_placement(model, "mlp")
+
+
+def test_peft_components_tells_audio_tower_adapters_apart(tiny, tmp_path):
+    from lalm_eval.training.recipes import peft_components
+
+    for placement, comps in (("audio_tower", {"audio_tower"}), ("attn_ffn", {"language_model"})):
+        model = apply_recipe(tiny(), load_recipe(f"lora_{placement}"))
+        model.save_pretrained(tmp_path / placement)
+        assert set(peft_components(tmp_path / placement)) == comps
+    with pytest.raises(ConfigError, match="no adapter_config.json"):
+        peft_components(tmp_path / "nothing")

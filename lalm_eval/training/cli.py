@@ -46,6 +46,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--resume_from_checkpoint", action="store_true", help="continue from the last checkpoint "
                                                                           "in OUT/checkpoints")
     ap.add_argument("--save_steps", type=int, default=500)
+    ap.add_argument("--max_minutes", type=float, default=None, help="stop training after this many minutes")
     ap.add_argument("--device", default=None)
     ap.add_argument("--cache_dir", default=str(DEFAULT_CACHE))
     return ap
@@ -64,7 +65,7 @@ def main(argv=None) -> int:
                             epochs=args.epochs, learning_rate=args.learning_rate, batch_size=args.batch_size,
                             grad_accum=args.grad_accum, seed=args.seed, limit=args.limit,
                             gradient_checkpointing=args.gradient_checkpointing, resume=args.resume_from_checkpoint,
-                            save_steps=args.save_steps)
+                            save_steps=args.save_steps, max_minutes=args.max_minutes)
         info = train(adapter, opts)
     except (LalmEvalError, KeyError) as exc:
         print(f"lalm-eval train: error: {exc}", file=sys.stderr)

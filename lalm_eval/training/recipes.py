@@ -167,3 +167,28 @@ def apply_recipe(model, recipe: Recipe, seed: int = 0):
 
 def trainable_parameters(model) -> list[str]:
     return [n for n, p in model.named_parameters() if p.requires_grad]
+
+
+#: substrings of module names by component, for adapters saved without the model at hand
+_COMPONENT_MARKERS = {"audio_tower": ("audio_tower", "audio_encoder", "audio_model"),
+                      "projector": ("multi_modal_projector", "audio_projector")}
+
+
+def peft_components(folder) -> dict[str, list[str]]:
+    """Component → target modules of a saved peft adapter (``adapter_config.json``), for backends
+    that apply LoRA to the language model only (vLLM): anything under ``audio_tower`` or
+    ``projector`` must be refused or merged first. ``target_modules`` as a regex string cannot be
+    classified without the model: it is returned under ``"regex"``."""
+    import json
+
+    path = Path(folder).expanduser() / "adapter_config.json"
+    if not path.is_file():
+        raise ConfigError(f"{folder}: no adapter_config.json (not a peft adapter folder)")
+    targets = json.loads(path.read_text(encoding="utf-8")).get("target_modules") or []
+    if isinstance(targets, str):
+        return {"regex": [targets]}
+    out: dict[str, list[str]] = {}
+    for name in targets:
+        comp = next((c for c, marks in _COMPONENT_MARKERS.items() if any(m in name for m in marks)), "language_model")
+        out.setdefault(comp, []).append(name)
+    return out

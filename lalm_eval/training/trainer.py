@@ -50,6 +50,23 @@ class TrainOptions:
     resume: bool = False
     save_steps: int = 500
     logging_steps: int = 1
+    max_minutes: float | None = None  # stop (and save) once training has run this long
+
+
+def _time_limit(minutes: float):
+    from transformers import TrainerCallback
+
+    class TimeLimit(TrainerCallback):
+        """Stop after ``minutes`` of training (checked after each step; the model is saved as usual)."""
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.start = time.time()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if time.time() - self.start >= minutes * 60:
+                control.should_training_stop = True
+
+    return TimeLimit()
 
 
 def _trainer_class(soft):
@@ -170,7 +187,8 @@ def train(adapter, opts: TrainOptions) -> dict:
         gradient_checkpointing_kwargs={"use_reentrant": False} if opts.gradient_checkpointing else None,
         remove_unused_columns=False, report_to=[], dataloader_num_workers=0, disable_tqdm=False)
     trainer = _trainer_class(soft)(model=train_model, args=args, train_dataset=ExampleDataset(examples),
-                                   data_collator=collator)
+                                   data_collator=collator,
+                                   callbacks=[_time_limit(opts.max_minutes)] if opts.max_minutes else None)
     resumed_from = None
     if opts.resume:
         from transformers.trainer_utils import get_last_checkpoint
