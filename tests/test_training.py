@@ -185,3 +185,21 @@ def test_bad_input(setup, tmp_path, capsys):
     assert "no learned tokens for subject(s) ['Bob']" in err and "the folder has ['Alice']" in err
     assert _eval(setup, f"peft={tmp_path / 'nothing'}", tmp_path / "eval") == 2
     assert "no adapter_config.json" in capsys.readouterr().err
+
+
+def test_collator_prompt_is_the_evaluation_prompt_and_loss_is_on_the_answer(setup):
+    from lalm_eval.cli import build_adapter
+    from lalm_eval.training.data import Collator, training_examples
+
+    adapter = build_adapter("qwen2_audio", f"pretrained={setup['model']}", None, str(setup["cache"]))
+    examples = training_examples(["who"], setup["cache"], [str(setup["tasks"])], speakers="multi_speaker")
+    assert [e.doc_id for e in examples] == [1, 3, 5]  # n_speakers == 2 only
+    batch = Collator(adapter)(examples[:2])
+    for row, example in enumerate(examples[:2]):
+        evaluation = adapter.build_inputs([example.request()])["input_ids"][0]
+        n = len(evaluation)
+        assert batch["input_ids"][row, :n].tolist() == evaluation.tolist()  # the prompt evaluation sends
+        answer = [t for t in batch["labels"][row].tolist() if t != -100]
+        assert (batch["labels"][row, :n] == -100).all()
+        assert adapter.tokenizer.decode(answer) == example.target + "<|im_end|>"
+    assert batch["input_features"].shape[0] == 2
