@@ -91,7 +91,7 @@ def ask(adapter, *reqs) -> list[str]:
 def test_requests_carry_no_ground_truth():
     # by construction: the adapter sees only these fields, none of them an answer or a label
     assert {f.name for f in dataclasses.fields(Request)} == {"task", "doc_id", "audios", "messages",
-                                                             "gen_kwargs", "key", "task_metadata"}
+                                                             "gen_kwargs", "key", "task_metadata", "subjects"}
 
 
 def test_calibration_and_identity(adapter):

@@ -1,7 +1,9 @@
 """The LLM QA pipeline (generate → filter) with a scripted TextLLM double."""
 
+import dataclasses
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -43,7 +45,8 @@ class ScriptedLLM(TextLLM):
 
 @pytest.fixture
 def synthetic_corpus(monkeypatch):
-    conv = conversation(n_turns=20)
+    # planning reads no audio, but a conversation without any is a reported skip: give it a path
+    conv = dataclasses.replace(conversation(n_turns=20), audio=Path("c.wav"))
     monkeypatch.setattr(plan_module, "read_corpus", lambda kind, d, o: ReadReport([conv]))
     return conv
 
