@@ -17,6 +17,10 @@ heads, FFN 5120, 128 mel bins) with random weights, config built here (nothing d
 directly on the device in bf16; the processor and tokenizer are the tiny model's (ids stay below
 its vocab), which changes nothing in the compute. ``full`` runs with gradient checkpointing (bf16
 AdamW states; ~70 GB before activations), the others without unless ``--gradient_checkpointing``.
+
+Measured (tiny, CPU, 2 cores, 6 steps x 2 examples of 20 s, 2026-12-01): samples/s full 5.8,
+lora_all_linear 8.4, lora_attn 9.4, lora_attn_ffn 7.6, lora_audio_tower 6.1, lora_ffn 10.8,
+prompt_tuning 11.0. The 7B run has not been made (no GPU in this session).
 """
 
 from __future__ import annotations
