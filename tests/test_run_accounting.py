@@ -144,3 +144,32 @@ def test_no_cache_reaches_adapters_that_write_the_response_cache_themselves(tmp_
     args = "model=m,base_url=http://127.0.0.1:9/v1"
     assert build_adapter("openai_audio", args, None, str(tmp_path))._cache_path == str(tmp_path / "responses.sqlite")
     assert build_adapter("openai_audio", args, None, str(tmp_path), use_response_cache=False)._cache_path is None
+
+
+def test_a_dataset_folder_rebuilt_in_place_is_read_anew(task_dir, dataset_dir, tmp_path):  # noqa: F811
+    import shutil
+
+    import datasets
+
+    from lalm_eval.hub.card import front_matter, write_card
+    from lalm_eval.hub.parquet import export_dataset_dict
+    from lalm_eval.tasks import TaskManager
+    from tests.test_evaluator import flac
+    from lalm_eval.evaluator import load_docs
+
+    folder = tmp_path / "ds"
+    shutil.copytree(dataset_dir, folder)
+    (task_dir / "base.yaml").write_text((task_dir / "base.yaml").read_text().replace(str(dataset_dir), str(folder)))
+    task = TaskManager(include_paths=[task_dir]).load_task("who_plain")
+    first, n = load_docs(task, tmp_path / "c", None)
+    assert n == 6
+    shutil.rmtree(folder)  # the same folder, rebuilt with other rows
+    rows = {"question": ["Q?"] * 2, "answer": ["Carol", "Dan"], "audio": [{"bytes": flac(1, 300), "path": None}] * 2,
+            "language": ["en", "en"]}
+    features = datasets.Features({"question": datasets.Value("string"), "answer": datasets.Value("string"),
+                                  "audio": datasets.Audio(sampling_rate=16000), "language": datasets.Value("string")})
+    files = export_dataset_dict({"main": datasets.DatasetDict({"test": datasets.Dataset.from_dict(rows, features=features)})},
+                                folder)
+    write_card(folder, f"---\n{front_matter(files)}\n---\n")
+    again, n = load_docs(task, tmp_path / "c", None)
+    assert n == 2 and [d["answer"] for d in again] == ["Carol", "Dan"]
