@@ -11,7 +11,6 @@ samples, seconds of audio sent and heard, failures by kind, token usage, every d
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 import re
 import time
@@ -24,6 +23,7 @@ from lalm_eval.api import Request, Response
 from lalm_eval.audio.io import read_audio
 from lalm_eval.cache import CachedAdapter, ResponseCache, encoded_audio_id, request_key
 from lalm_eval.errors import AudioError, ConfigError
+from lalm_eval.hub.load import load_dataset_fresh
 from lalm_eval.metrics.scoring import ScoreItem, ScoringContext, make_metric, summarize
 from lalm_eval.parallel import generate_sharded
 from lalm_eval.tasks import Task, TaskManager
@@ -56,19 +56,6 @@ def decode_audio(value) -> np.ndarray:
     raise AudioError(f"cannot decode audio value of type {type(value).__name__}")
 
 
-def folder_cache_dir(folder: Path, cache_dir: Path) -> Path:
-    """Where ``datasets`` may cache a local dataset folder: one directory per *content* of the folder
-    (resolved path, and each file's relative path, size and mtime in ns), so a folder rebuilt in
-    place, or a link now pointing elsewhere, is never served the rows of an earlier build (the
-    ``datasets`` cache key of a local folder rests on file modification times alone)."""
-    root = folder.resolve()
-    h = hashlib.sha256(str(root).encode())
-    for f in sorted(p for p in root.rglob("*") if p.is_file()):
-        st = f.stat()
-        h.update(f"{f.relative_to(root).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    return cache_dir / "hf_datasets" / h.hexdigest()[:20]
-
-
 def load_docs(task: Task, cache_dir: Path, limit: int | None, split: str | None = None) -> tuple[list[dict], int]:
     """The task's docs of ``split`` (default: its ``test_split``), after ``process_docs``; and their count."""
     import datasets
@@ -78,10 +65,8 @@ def load_docs(task: Task, cache_dir: Path, limit: int | None, split: str | None 
     prepare = task.hook("prepare_dataset")
     if prepare is not None:
         path = prepare(cfg.dataset_path, cfg.dataset_name, cache_dir)
-    kwargs = dict(cfg.dataset_kwargs or {})
-    if Path(str(path)).is_dir() and "cache_dir" not in kwargs:
-        kwargs["cache_dir"] = str(folder_cache_dir(Path(str(path)), Path(cache_dir)))
-    ds = datasets.load_dataset(str(path), cfg.dataset_name, split=split or cfg.test_split or "test", **kwargs)
+    ds = load_dataset_fresh(path, cfg.dataset_name, split=split or cfg.test_split or "test", cache_root=cache_dir,
+                            **(cfg.dataset_kwargs or {}))  # local folders: a cache keyed by their content
     for name, feature in ds.features.items():  # decode audio ourselves (soundfile, deterministic)
         if isinstance(feature, datasets.Audio):
             ds = ds.cast_column(name, datasets.Audio(decode=False))

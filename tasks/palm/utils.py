@@ -137,9 +137,10 @@ def _enrollment_clips(path: str) -> dict[str, list[dict]]:
     import datasets
 
     from lalm_eval.errors import ConfigError
+    from lalm_eval.hub.load import load_dataset_fresh
 
     try:
-        table = datasets.load_dataset(path, ENROLLMENT_CONFIG, split=ENROLLMENT_SPLIT)
+        table = load_dataset_fresh(path, ENROLLMENT_CONFIG, split=ENROLLMENT_SPLIT)
     except ValueError as exc:  # no such config (a build from before it, or another dataset)
         raise ConfigError(f"{path}: no {ENROLLMENT_CONFIG!r} config to take reference clips from ({exc}); "
                           "rebuild it with `palm-bench build`") from exc

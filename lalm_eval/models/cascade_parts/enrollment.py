@@ -81,8 +81,10 @@ def _from_folders(root: Path, speakers: list[Path]) -> list[EnrollmentClip]:
 def _from_dataset(path: str) -> list[EnrollmentClip]:
     import datasets
 
+    from lalm_eval.hub.load import load_dataset_fresh
+
     try:
-        ds = datasets.load_dataset(path, "enrollment", split="train")
+        ds = load_dataset_fresh(path, "enrollment", split="train")
     except Exception as exc:  # the message of datasets says what was missing
         raise ConfigError(f"enrollment {path!r}: neither speaker folders <dir>/<Name>/*.wav|flac|ogg|opus nor a "
                           f"dataset with an 'enrollment' config and a 'train' split ({type(exc).__name__}: {exc})"
