@@ -52,9 +52,10 @@ def eval_parser() -> argparse.ArgumentParser:
     ap.add_argument("--cache_dir", default=str(DEFAULT_CACHE), help="datasets, embeddings and response cache")
     ap.add_argument("--no_cache", action="store_true", help="do not read or write the response cache")
     ap.add_argument("--judge", default=None,
-                    help="text LLM for the llm_judge metrics: openai:model=M,base_url=URL[,concurrency=N] or "
-                         "hf:pretrained=DIR (judgements cached in the cache dir); without it LLM scores are "
-                         "reported missing")
+                    help="text LLM for the llm_judge metrics: openai:model=M,base_url=URL[,concurrency=N], "
+                         "hf:pretrained=DIR, or a preset: palm_paper[:base_url=URL] (PALM's judge, "
+                         "Qwen3-Omni-30B-A3B-Thinking, its decoding recorded; thinking traces are removed before "
+                         "parsing); judgements cached in the cache dir; without it LLM scores are reported missing")
     ap.add_argument("--dry_run", action="store_true",
                     help="print the requests, audio seconds and (API adapters) token and price estimate the run "
                          "would send, cache hits discounted, without calling the model")

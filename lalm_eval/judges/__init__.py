@@ -4,13 +4,18 @@
 (``palm_captioning``, ``palm_recognition``, ``palm_reasoning``, ``msu``, ``msu_error_type``;
 plug-ins add more through the entry-point group ``lalm_eval.judges``);
 ``judge_llm_from_spec("openai:model=gpt-4o-mini,base_url=http://127.0.0.1:8000/v1,concurrency=8")``
-builds the judge's text LLM from a ``--judge`` option. See :mod:`lalm_eval.judges.base` for the
+builds the judge's text LLM from a ``--judge`` option; a named preset of ``presets.yaml`` stands for a
+backend and its options (``--judge palm_paper:base_url=http://host:8000/v1``: PALM's judge,
+Qwen3-Omni-30B-A3B-Thinking, with its decoding recorded). See :mod:`lalm_eval.judges.base` for the
 contract (strict JSON verdicts, one retry, failures as ``score=None``, a resumable cache).
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
+
+import yaml
 
 from lalm_eval.errors import ConfigError
 from lalm_eval.judges.base import JUDGES, Judge, JudgeItem, JudgeResult, count_failures
@@ -18,11 +23,23 @@ from lalm_eval.judges.cache import JudgeCache
 from lalm_eval.llm.base import TextLLM
 
 __all__ = ["JUDGES", "CACHE_FILE", "Judge", "JudgeCache", "JudgeItem", "JudgeResult", "count_failures",
-           "judge_llm_from_spec", "make_judge", "parse_judge_spec"]
+           "judge_llm_from_spec", "judge_presets", "make_judge", "parse_judge_spec"]
 
 CACHE_FILE = "judge_cache.sqlite"  # the file make_judge keeps in its cache_dir
 #: options whose values stay the literal text (never read as YAML: "model=2024-05-13" is a name)
 _STRING_OPTIONS = {"model", "base_url", "pretrained", "device", "dtype", "api_key"}
+PRESETS_FILE = Path(__file__).resolve().parent / "presets.yaml"
+
+
+@lru_cache(maxsize=1)
+def judge_presets() -> dict[str, dict]:
+    """``{name: {"backend", "options", "description"}}`` from ``presets.yaml``."""
+    data = yaml.safe_load(PRESETS_FILE.read_text(encoding="utf-8")) or {}
+    for name, preset in data.items():
+        if not isinstance(preset, dict) or not isinstance(preset.get("backend"), str) \
+                or not isinstance(preset.get("options", {}), dict):
+            raise ConfigError(f"{PRESETS_FILE}: preset {name!r} needs a 'backend' and an 'options' mapping")
+    return data
 
 
 def parse_judge_spec(spec: str) -> tuple[str, dict]:
@@ -50,10 +67,16 @@ def parse_judge_spec(spec: str) -> tuple[str, dict]:
 def judge_llm_from_spec(spec: str) -> TextLLM:
     """The text LLM a ``--judge`` spec names: ``openai:model=...,base_url=...,concurrency=8`` or
     ``hf:pretrained=/path/to/model,batch_size=8`` (any backend in ``TEXT_LLMS``; options are its
-    constructor's keyword arguments; the API key comes from ``OPENAI_API_KEY``, not the spec)."""
-    from lalm_eval.llm.base import get_text_llm
+    constructor's keyword arguments; the API key comes from ``OPENAI_API_KEY``, not the spec), or a
+    preset of :func:`judge_presets` (``palm_paper[:base_url=...]``), its options under the spec's."""
+    from lalm_eval.llm.base import TEXT_LLMS, get_text_llm
 
     backend, options = parse_judge_spec(spec)
+    presets = judge_presets()
+    if backend in presets and backend not in TEXT_LLMS:
+        preset = presets[backend]
+        options = {**preset.get("options", {}), **options, "preset": backend}
+        backend = preset["backend"]
     try:
         return get_text_llm(backend, **options)
     except TypeError as exc:  # an option the backend does not take

@@ -5,6 +5,6 @@ registered lazily (``"module:attr"``), and plug-ins add more through the entry-p
 ``lalm_eval.text_llms``. Callers record ``llm.settings`` next to whatever the LLM produced.
 """
 
-from lalm_eval.llm.base import TEXT_LLMS, LLMError, TextLLM, get_text_llm, parse_json_reply
+from lalm_eval.llm.base import TEXT_LLMS, LLMError, TextLLM, get_text_llm, parse_json_reply, strip_thinking
 
-__all__ = ["TEXT_LLMS", "LLMError", "TextLLM", "get_text_llm", "parse_json_reply"]
+__all__ = ["TEXT_LLMS", "LLMError", "TextLLM", "get_text_llm", "parse_json_reply", "strip_thinking"]

@@ -82,12 +82,52 @@ def get_text_llm(name: str, **kwargs: Any) -> TextLLM:
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\r?\n(.*?)```", re.DOTALL)
 
+#: the tag pairs reasoning models wrap their traces in: ``<think>`` (Qwen3, Qwen3-Omni-Thinking,
+#: DeepSeek-R1, QwQ), ``<thinking>`` / ``<thought>`` / ``<reasoning>`` (prompted traces, Gemma-style
+#: servers), ``<seed:think>`` (Seed-OSS), ``[THINK]`` (Magistral), ``<|begin_of_thought|>``
+#: (OpenThoughts-style)
+_TRACE_TAGS = [(re.escape(f"<{t}>"), re.escape(f"</{t}>")) for t in ("think", "thinking", "thought", "reasoning",
+                                                                   "seed:think")]
+_TRACE_TAGS += [(re.escape("[THINK]"), re.escape("[/THINK]")),
+                (re.escape("<|begin_of_thought|>"), re.escape("<|end_of_thought|>"))]
+_TRACE_BLOCK = re.compile("|".join(f"{o}.*?{c}" for o, c in _TRACE_TAGS), re.DOTALL | re.IGNORECASE)
+_TRACE_OPEN = re.compile("|".join(o for o, _ in _TRACE_TAGS), re.IGNORECASE)
+_TRACE_CLOSE = re.compile("|".join(c for _, c in _TRACE_TAGS), re.IGNORECASE)
+#: gpt-oss "harmony" output served raw: the answer follows the final channel's message marker
+_HARMONY_FINAL = "<|channel|>final<|message|>"
+
+
+def strip_thinking(text: str) -> str:
+    """``text`` without a reasoning model's thinking trace: every closed block (``<think>…</think>``
+    and the other tags of :data:`_TRACE_TAGS`, any case), everything up to the last closing tag
+    that has no opening one (the chat templates of Qwen3 thinking models put ``<think>`` in the
+    prompt, so the reply starts inside the trace), and an opening tag never closed, to the end (a
+    trace cut off by ``max_tokens``: nothing of the answer is left). Surrounding space is stripped."""
+    if not isinstance(text, str):
+        return text
+    if _HARMONY_FINAL in text:
+        text = text.rsplit(_HARMONY_FINAL, 1)[1]
+    text = _TRACE_BLOCK.sub("", text)
+    closes = list(_TRACE_CLOSE.finditer(text))
+    if closes:  # an orphan closing tag: the reply began inside the trace
+        text = text[closes[-1].end():]
+    opened = _TRACE_OPEN.search(text)
+    if opened:  # a trace that never closed
+        text = text[:opened.start()]
+    return text.strip()
+
 
 def parse_json_reply(text: str) -> dict:
-    """The one JSON object in an LLM reply: the whole reply, a fenced ```json block, or the
-    first ``{...}`` that parses. Raises :class:`LLMError` quoting the reply's first 200 chars."""
+    """The one JSON object in an LLM reply, after its thinking trace is removed
+    (:func:`strip_thinking`): the whole reply, a fenced ```json block, or the first ``{...}`` that
+    parses. Raises :class:`LLMError` quoting the reply's first 200 chars (and saying so when
+    nothing but a trace was there)."""
     if not isinstance(text, str):
         raise LLMError(f"LLM reply is not text but {type(text).__name__}")
+    raw, text = text, strip_thinking(text)
+    if not text and raw.strip():
+        raise LLMError(f"LLM reply is only a thinking trace, no answer after it (was max_tokens too small?): "
+                       f"{raw[:200]!r}")
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     decoder = json.JSONDecoder()
     for candidate in candidates:

@@ -28,6 +28,10 @@ from lalm_eval.llm.base import LLMError, Messages, TextLLM, check_batch
 log = logging.getLogger(__name__)
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+#: decoding options sent (and recorded in :attr:`OpenAIChatLLM.settings`) only when set; ``top_k``,
+#: ``min_p`` and ``repetition_penalty`` are vLLM / SGLang extensions of the protocol
+DECODING_OPTIONS = ("top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty",
+                    "seed")
 _RETRY_STATUS = {429, 500, 502, 503, 504}
 
 
@@ -38,7 +42,10 @@ class _Retryable(Exception):
 class OpenAIChatLLM(TextLLM):
     def __init__(self, model: str, base_url: str = "http://127.0.0.1:8000/v1", api_key: str | None = None,
                  temperature: float = 0.0, max_tokens: int = 1024, timeout: float = 60,
-                 max_retries: int = 3, concurrency: int = 4, retry_delay: float = 1.0):
+                 max_retries: int = 3, concurrency: int = 4, retry_delay: float = 1.0,
+                 top_p: float | None = None, top_k: int | None = None, min_p: float | None = None,
+                 presence_penalty: float | None = None, frequency_penalty: float | None = None,
+                 repetition_penalty: float | None = None, seed: int | None = None, preset: str | None = None):
         if not model:
             raise ConfigError("OpenAIChatLLM: model must be given")
         if concurrency < 1 or max_retries < 0 or timeout <= 0:
@@ -50,6 +57,11 @@ class OpenAIChatLLM(TextLLM):
         self.temperature, self.max_tokens = float(temperature), int(max_tokens)
         self.timeout, self.max_retries = float(timeout), int(max_retries)
         self.concurrency, self.retry_delay = int(concurrency), float(retry_delay)
+        given = {"top_p": top_p, "top_k": top_k, "min_p": min_p, "presence_penalty": presence_penalty,
+                 "frequency_penalty": frequency_penalty, "repetition_penalty": repetition_penalty, "seed": seed}
+        self.decoding = {k: v for k, v in given.items() if v is not None}
+        #: the named judge preset this client was made from (``lalm_eval/judges/presets.yaml``), if any
+        self.preset = preset
         host = urllib.parse.urlsplit(self.url).hostname or ""
         # a loopback server is never reached through a proxy from the environment
         handlers = [urllib.request.ProxyHandler({})] if host in _LOOPBACK else []
@@ -60,12 +72,16 @@ class OpenAIChatLLM(TextLLM):
 
     @property
     def settings(self) -> dict:
-        return {"backend": "openai", "model": self.model, "base_url": self.base_url,
-                "temperature": self.temperature, "max_tokens": self.max_tokens}
+        out = {"backend": "openai", "model": self.model, "base_url": self.base_url,
+               "temperature": self.temperature, "max_tokens": self.max_tokens, **self.decoding}
+        if self.preset:
+            out["preset"] = self.preset
+        return out
 
     def complete(self, batch: list[Messages], **settings: Any) -> list[str]:
         check_batch(batch)
-        body = {"model": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens}
+        body = {"model": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens,
+                **self.decoding}
         body.update(settings)
         if not batch:
             return []
@@ -77,7 +93,8 @@ class OpenAIChatLLM(TextLLM):
         """:meth:`complete`, with a chat that still fails after its retries giving its
         :class:`LLMError` in place of a reply (the other chats of the batch are kept)."""
         check_batch(batch)
-        body = {"model": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens}
+        body = {"model": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens,
+                **self.decoding}
         body.update(settings)
         if not batch:
             return []
@@ -147,5 +164,10 @@ class OpenAIChatLLM(TextLLM):
             snippet = self._redact(raw[:200].decode("utf-8", "replace"))
             raise LLMError(f"POST {self.url}: reply is not a chat completion: {snippet!r}") from None
         if not isinstance(content, str):
+            message = reply["choices"][0]["message"]
+            if message.get("reasoning_content") or message.get("reasoning"):  # a server-side reasoning parser
+                raise LLMError(f"POST {self.url}: reply has a thinking trace but no answer after it "
+                               f"(finish_reason {reply['choices'][0].get('finish_reason')!r}; was max_tokens "
+                               f"{self.max_tokens} too small?)")
             raise LLMError(f"POST {self.url}: reply has no text content (got {type(content).__name__})")
         return content
