@@ -63,7 +63,34 @@ def eval_parser() -> argparse.ArgumentParser:
                     help="API adapters: stop sending requests once this many USD are spent (by the provider's "
                          "usage and the price table); answers so far stay cached, a rerun resumes")
     ap.add_argument("--prices", default=None, help="price table YAML (default: lalm_eval/models/prices.yaml)")
+    ap.add_argument("--max_failure_share", type=_share, default=None,
+                    help="exit with status 4 when a task's share of failed docs (generation errors, undecodable "
+                         "audio) exceeds this, 0-1 (default: only when every doc of a task failed); results are "
+                         "written either way")
     return ap
+
+
+def _share(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a share between 0 and 1, got {text}")
+    return value
+
+
+def failed_tasks(results: dict, max_share: float | None = None) -> list[str]:
+    """The tasks whose failed-doc share exceeds ``max_share`` (None: the tasks where every doc
+    failed), each as ``"task: k/n failed (kinds)"``. Tasks without docs are not counted."""
+    out = []
+    for name, r in results.items():
+        n = r.get("n", {})
+        effective, scored = n.get("effective", 0), n.get("scored", 0)
+        if not effective:
+            continue
+        share = (effective - scored) / effective
+        if (share > max_share) if max_share is not None else scored == 0:
+            kinds = ", ".join(f"{k} {v}" for k, v in sorted(r.get("samples", {}).get("failures", {}).items()))
+            out.append(f"{name}: {effective - scored}/{effective} docs failed" + (f" ({kinds})" if kinds else ""))
+    return out
 
 
 SECRET_ARG = re.compile(r"(key|token|secret|password)", re.I)
@@ -156,10 +183,15 @@ def run_eval(args) -> int:
     np.random.seed(args.seed)
     from lalm_eval.parallel import is_main_process
 
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    from lalm_eval.tasks import TaskManager
+
+    manager = TaskManager(include_paths=args.include_path)  # every task and its metric_list checked
+    for name in manager.resolve(tasks):                        # before a model is built
+        manager.load_task(name)
     adapter = build_adapter(args.model, args.model_args, args.device, args.cache_dir,
                             use_response_cache=not args.no_cache)
     attach_budget(adapter, args)
-    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     if args.dry_run:
         from lalm_eval.evaluator import plan_run
 
@@ -202,6 +234,11 @@ def run_eval(args) -> int:
               "not run; rerun the same command with a higher --max_cost to finish (answers so far are cached)",
               file=sys.stderr)
         return 3
+    failed = failed_tasks(run["results"], args.max_failure_share)
+    if failed:
+        limit = "every doc failed" if args.max_failure_share is None else f"--max_failure_share {args.max_failure_share}"
+        print(f"lalm-eval: {len(failed)} task(s) failed ({limit}): " + "; ".join(failed), file=sys.stderr)
+        return 4
     return 0
 
 
@@ -262,7 +299,7 @@ def main(argv=None) -> int:
         if argv and argv[0] in SUBCOMMANDS:
             return run_subcommand(argv)
         return run_eval(eval_parser().parse_args(argv))
-    except (LalmEvalError, KeyError) as exc:
+    except LalmEvalError as exc:  # anything else is a bug: its traceback is shown
         print(f"lalm-eval: error: {exc}", file=sys.stderr)
         return 2
 

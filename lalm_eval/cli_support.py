@@ -78,10 +78,11 @@ def _push(args) -> int:
 
 
 def run(parser: argparse.ArgumentParser, argv=None) -> int:
-    """Parse and dispatch to ``args.func``; project errors print one line and exit 2."""
+    """Parse and dispatch to ``args.func``; project errors (:class:`LalmEvalError`) print one line
+    and exit 2; anything else is a bug and shows its traceback."""
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (LalmEvalError, KeyError, FileNotFoundError) as exc:
+    except LalmEvalError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2

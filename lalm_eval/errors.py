@@ -11,6 +11,16 @@ class ConfigError(LalmEvalError, ValueError):
     """A configuration (YAML, CLI argument, recipe) is invalid."""
 
 
+class UnknownNameError(ConfigError, KeyError):
+    """A name no registry (or task index) holds; the message lists the valid names.
+
+    Also a ``KeyError``, so ``name in registry``-style callers that catch it keep working.
+    """
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
 class DataError(LalmEvalError, ValueError):
     """A data file (manifest, profile, annotation) is invalid.
 

@@ -24,7 +24,7 @@ from lalm_eval.audio.io import read_audio
 from lalm_eval.cache import CachedAdapter, ResponseCache, encoded_audio_id, request_key
 from lalm_eval.errors import AudioError, ConfigError
 from lalm_eval.hub.load import load_dataset_fresh
-from lalm_eval.metrics.scoring import ScoreItem, ScoringContext, make_metric, summarize
+from lalm_eval.metrics.scoring import ScoreItem, ScoringContext, make_metric, metric_name, summarize
 from lalm_eval.parallel import generate_sharded
 from lalm_eval.tasks import Task, TaskManager
 
@@ -228,19 +228,20 @@ def score(run: TaskRun, responses: list[Response], context: ScoringContext | Non
             item_rows.append(row)
         rows.append(row)
     summary, info = {}, {}
-    for entry in run.task.config.metric_list or []:
-        name = entry["metric"]
-        result = make_metric(entry, context).compute(items)
+    for i, entry in enumerate(run.task.config.metric_list or []):
+        name, aggregation = metric_name(entry), entry.get("aggregation", "mean")
+        result = make_metric(entry, context, where=f"{run.task.yaml_file}: metric_list[{i}]").compute(items)
         for k, row in enumerate(item_rows):
             row["metrics"][name] = result.values[k]
             if result.errors[k]:
                 row.setdefault("metric_errors", {})[name] = result.errors[k]
             if result.details and result.details[k]:
                 row.setdefault("metric_details", {})[name] = result.details[k]
-        stats = summarize(result, (context.seed, run.task.name, name))
+        stats = summarize(result, (context.seed, run.task.name, name), aggregation)
         summary[name], summary[f"{name}_stderr"] = stats["value"], stats["stderr"]
         summary[f"{name}_ci95"] = stats["ci95"]
-        info[name] = {**result.extra, "n": stats["n"], "failures": stats["failures"]}
+        info[name] = {**result.extra, "n": stats["n"], "failures": stats["failures"],
+                      "aggregation": str(aggregation)}
         if result.missing:
             info[name]["missing"] = result.missing
         if stats["failures"] and not result.missing:

@@ -1,8 +1,8 @@
 """One generic registry per kind of pluggable thing (speaker encoders, models, metrics, judges).
 
 Entries are either objects or lazy ``"module:attr"`` strings, so registering a backend never
-imports its heavy dependencies. A duplicate name is an error; an unknown name lists the valid
-ones and suggests close matches. Third-party packages extend a registry through the entry-point
+imports its heavy dependencies. A duplicate name is a :class:`ConfigError`; an unknown name is an
+:class:`UnknownNameError` (a ``ConfigError``) that lists the valid ones and suggests close matches. Third-party packages extend a registry through the entry-point
 group given at construction (``[project.entry-points."<group>"]`` in their pyproject).
 """
 
@@ -11,7 +11,10 @@ from __future__ import annotations
 import difflib
 import importlib
 from importlib.metadata import entry_points
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
+
+from lalm_eval.errors import ConfigError, UnknownNameError
 
 
 class Registry:
@@ -35,7 +38,7 @@ class Registry:
 
     def _add(self, name: str, obj: Any) -> None:
         if name in self._entries and self._entries[name] is not obj:
-            raise ValueError(f"{self.kind} {name!r} is already registered")
+            raise ConfigError(f"{self.kind} {name!r} is already registered (as {self._entries[name]!r})")
         self._entries[name] = obj
 
     def _load_entry_points(self) -> None:
@@ -55,7 +58,7 @@ class Registry:
         if name not in self._entries:
             close = difflib.get_close_matches(name, self._entries, n=3)
             hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
-            raise KeyError(f"unknown {self.kind} {name!r}.{hint} Available: {', '.join(self.names())}")
+            raise UnknownNameError(f"unknown {self.kind} {name!r}.{hint} Available: {', '.join(self.names())}")
         entry = self._entries[name]
         if isinstance(entry, str):
             module, _, attr = entry.partition(":")

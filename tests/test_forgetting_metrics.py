@@ -30,10 +30,11 @@ def test_wer_is_corpus_level():
     assert r.values == pytest.approx([0.0, 1 / 6, 0.5, 2 / 3])
     assert (r.extra["substitutions"], r.extra["deletions"], r.extra["insertions"], r.extra["reference_units"]) \
         == (1, 1, 2, 13)
-    stats = summarize(r, (0, "t", "wer"))
-    assert stats["value"] == pytest.approx(4 / 13)
+    stats = summarize(r, (0, "t", "wer"), "corpus")  # the tasks' aggregation: corpus
+    assert stats["value"] == pytest.approx(4 / 13) and stats["stderr"] is None
     low, high = stats["ci95"]  # a CI of the corpus ratio: every resample lies in [0, 2/3]
     assert 0.0 <= low <= 4 / 13 <= high <= 2 / 3
+    assert summarize(r, (0, "t", "wer"), "mean")["value"] == pytest.approx(1 / 3)  # as written
 
 
 def test_cer_ignores_aishell_spaces_and_punctuation():

@@ -67,7 +67,8 @@ def test_judge_missing_without_llm_is_reported_not_zero(judged_tasks, tmp_path):
     files = write_outputs(run, {"model": "scripted"}, tmp_path / "out", log_samples=False)
     report = files["report"].read_text()
     assert "| who_judged | llm_judge | — |" in report and "no LLM judge configured" in report
-    assert "tok:13a+zh" in report or "tok:13a" in report  # BLEU says how it tokenised
+    # BLEU says how it tokenised: the scored docs are English (0, 2) and Mandarin (3, 5)
+    assert "tok:13a+zh" in report
 
 
 def test_judge_failures_are_counted_and_excluded(judged_tasks, tmp_path):
@@ -98,8 +99,20 @@ def test_judge_failures_are_counted_and_excluded(judged_tasks, tmp_path):
 def test_metric_options_are_checked():
     with pytest.raises(ConfigError, match="unknown option"):
         make_metric({"metric": "bleu", "tokenize": "zh"}, ScoringContext())
-    with pytest.raises(KeyError, match="bleu"):
-        make_metric({"metric": "bleuu"}, ScoringContext())
+    with pytest.raises(ConfigError, match="unknown metric 'bleuu'. Did you mean 'bleu'") as e:
+        make_metric({"metric": "bleuu"}, ScoringContext(), where="t.yaml: metric_list[0]")
+    assert str(e.value).startswith("t.yaml: metric_list[0]: ") and "token_f1" in str(e.value)  # lists names
+    with pytest.raises(ConfigError, match="unknown aggregation 'totally_bogus'; accepted: mean, median or"):
+        make_metric({"metric": "token_f1", "aggregation": "totally_bogus"})
+    with pytest.raises(ConfigError, match="'token_f1' has no corpus-level value"):
+        make_metric({"metric": "token_f1", "aggregation": "bleu"})
+    with pytest.raises(ConfigError, match="parser 'last_letter'"):  # option values, not only names
+        make_metric({"metric": "mcq_accuracy", "parser": "last_letter"})
+    with pytest.raises(ConfigError, match="unknown judge 'palm_captoning'"):
+        make_metric({"metric": "llm_judge", "judge": "palm_captoning"})
+    for aggregation in ("mean", "median", "corpus", "bleu"):
+        make_metric({"metric": "bleu", "aggregation": aggregation})
+    make_metric({"metric": "wer", "aggregation": "corpus"})
 
 
 def test_bleu_metric_per_sample_and_corpus_signature():
@@ -118,7 +131,7 @@ def test_bleu_metric_per_sample_and_corpus_signature():
 def test_sample_metric_wraps_plain_functions():
     items = [ScoreItem("Alice is here", "alice is here", {}, "q"), ScoreItem("Bob", "Alice", {}, "q")]
     result = make_metric({"metric": "token_f1"}, ScoringContext()).compute(items)
-    assert result.values == [token_f1("Alice is here", "alice is here"), 0.0]
+    assert result.values == [1.0, 0.0]  # normalised to the same tokens; nothing shared
 
 
 def test_recognition_presence_uses_the_queried_names():
@@ -163,11 +176,17 @@ def test_bertscore_values_are_cached_so_rescoring_loads_no_model(tmp_path, monke
     first = make_metric({"metric": "bertscore"}, context).compute(items)
     assert first.extra["computed"] == 2 and first.values[0] > first.values[1]
 
-    def no_model(*a, **k):
-        raise AssertionError("BERTScore model used although every value is cached")
+    asked = []
 
-    monkeypatch.setattr(bs, "bertscore", no_model)
+    def recording_model(predictions, references, **kwargs):
+        asked.append(list(zip(predictions, references)))
+        return bs.BertScoreResult([0.25] * len(predictions), [0.25] * len(predictions), [0.25] * len(predictions),
+                                  "fake", 6)
+
+    monkeypatch.setattr(bs, "bertscore", recording_model)
     again = make_metric({"metric": "bertscore"}, context).compute(items)
-    assert again.values == first.values and again.extra["from_cache"] == 2
-    with pytest.raises(AssertionError):  # a new pair is computed, not served from another pair's value
-        make_metric({"metric": "bertscore"}, context).compute(items + [ScoreItem("x", "y", {}, "q")])
+    assert again.values == first.values and again.extra["from_cache"] == 2 and asked == []  # no model call
+    third = make_metric({"metric": "bertscore"}, context).compute(items + [ScoreItem("x", "y", {}, "q")])
+    # only the new pair goes to the model, and its value is the model's, not another pair's
+    assert asked == [[("x", "y")]] and third.values == [*first.values, 0.25]
+    assert (third.extra["computed"], third.extra["from_cache"]) == (1, 2)

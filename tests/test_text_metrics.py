@@ -1,6 +1,8 @@
 import pytest
 
-from lalm_eval.metrics.text import METRICS, exact_match, token_f1, tokens
+from lalm_eval.errors import ConfigError
+from lalm_eval.metrics.scoring import METRICS
+from lalm_eval.metrics.text import exact_match, token_f1, tokens
 
 
 def test_token_f1_hand_computed():
@@ -24,5 +26,5 @@ def test_exact_match_normalises_case_punctuation_and_articles():
 
 def test_metric_registry():
     assert METRICS.get("token_f1") is token_f1
-    with pytest.raises(KeyError, match="Did you mean 'token_f1'"):
+    with pytest.raises(ConfigError, match="Did you mean 'token_f1'"):
         METRICS.get("token_f")

@@ -63,10 +63,11 @@ def edit_counts(reference: str, hypothesis: str, unit: str) -> tuple[int, int, i
 
 
 class ErrorRateMetric(Metric):
-    """``wer`` / ``cer``: corpus error rate; per-sample rates in the log; option ``normalize``
-    (default true)."""
+    """``wer`` / ``cer``: per-sample rates, and the corpus error rate for ``aggregation: corpus``;
+    option ``normalize`` (default true)."""
 
     OPTIONS = ("normalize",)
+    CORPUS_LEVEL = True  # summary: edits / reference units summed over the corpus
     UNIT = "word"
 
     def compute(self, items: list[ScoreItem]) -> MetricResult:

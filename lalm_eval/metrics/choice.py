@@ -78,11 +78,13 @@ class ChoiceMetric(Metric):
 
     OPTIONS = ("parser", "letters_field", "labels_field", "error_labels", "invalid_label", "other_label")
 
-    def compute(self, items: list[ScoreItem]) -> MetricResult:
+    def check_options(self) -> None:  # when the task loads
         name = self.options.get("parser", "first_letter")
         if name not in PARSERS:
             raise ConfigError(f"metric {self.name!r}: parser {name!r}: use one of {sorted(PARSERS)}")
-        parse, o = PARSERS[name], self.options
+
+    def compute(self, items: list[ScoreItem]) -> MetricResult:
+        parse, o = PARSERS[self.options.get("parser", "first_letter")], self.options
         invalid, other = o.get("invalid_label", "invalid"), o.get("other_label", "other")
         values, details = [], []
         for item in items:

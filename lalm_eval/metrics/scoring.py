@@ -16,20 +16,36 @@ and judges (concurrent, cached) run efficiently. A value of ``None`` means "coul
 scored" with a reason in ``errors`` (a judge failure): it is left out of the mean and counted,
 never scored 0. A metric that cannot run at all (no judge configured) is ``missing`` with the
 reason, and the report prints "—" and that reason.
+
+``aggregation`` says what the task value is: ``mean`` or ``median`` of the per-sample values, or
+``corpus`` — the metric's corpus-level value from summed statistics (corpus BLEU, corpus WER/CER),
+for the metrics that have one; ``bleu`` is lm-eval's name for corpus BLEU. A ``!function`` is
+called with the list of scored values. :func:`make_metric` checks the name, the options and the
+aggregation of an entry; the task loader calls it, so a typo fails before any model loads.
+
+This module defines :data:`METRICS`, the one metric registry: every built-in metric is
+registered here as a lazy ``"module:attr"`` entry, plug-ins through the ``lalm_eval.metrics``
+entry-point group.
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import Any, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
 from lalm_eval.errors import ConfigError
-from lalm_eval.metrics.text import METRICS
+from lalm_eval.registry import Registry
 
+METRICS = Registry("metric", entry_point_group="lalm_eval.metrics")
 LM_EVAL_KEYS = ("metric", "aggregation", "higher_is_better")
+#: aggregations of the per-sample values, accepted by every metric
+ITEM_AGGREGATIONS: dict[str, Callable[[np.ndarray], float]] = {"mean": np.mean, "median": np.median}
+#: aggregation names meaning "the metric's corpus-level value" (``bleu``: lm-eval's corpus BLEU)
+CORPUS_AGGREGATIONS = ("corpus", "bleu")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,12 +60,14 @@ class ScoreItem:
 class MetricResult:
     values: list  # float | None per item
     errors: list  # str | None per item: why the value is None
-    summary: float | None = None  # the task-level value (mean of values unless the metric says otherwise)
+    # the corpus-level value from summed statistics (corpus BLEU, corpus WER), for metrics that have
+    # one: the task value under ``aggregation: corpus``
+    summary: float | None = None
     extra: dict = dataclasses.field(default_factory=dict)  # signature, backbone, judge settings, agreement…
     details: list | None = None  # per-item dicts for the sample log (judge comments)
     missing: str | None = None  # why the metric could not be computed at all
-    # the CI's statistic over resampled positions of the scored items (non-None values), when the
-    # task value is not their mean (corpus WER/CER); else the CI is of the mean
+    # ``statistic(indices) -> summary`` of the scored items (non-None values) at ``indices``: the CI's
+    # statistic under ``aggregation: corpus``
     statistic: Any = None
 
 
@@ -67,12 +85,28 @@ class Metric(abc.ABC):
 
     #: options the metric accepts (beyond lm-eval's keys); others are a ConfigError
     OPTIONS: tuple[str, ...] = ()
+    #: True when :meth:`compute` gives the corpus-level ``summary`` and ``statistic`` (then
+    #: ``aggregation: corpus`` is accepted)
+    CORPUS_LEVEL: bool = False
+    #: the aggregation names beside mean/median/corpus that mean the corpus-level value
+    #: (``bleu`` for the BLEU metric, as lm-eval names it)
+    CORPUS_ALIASES: tuple[str, ...] = ()
 
     def __init__(self, name: str, options: Mapping, context: ScoringContext):
         unknown = sorted(set(options) - set(self.OPTIONS))
         if unknown:
             raise ConfigError(f"metric {name!r}: unknown option(s) {unknown}; accepted: {list(self.OPTIONS)}")
         self.name, self.options, self.context = name, dict(options), context
+        self.check_options()
+
+    def check_options(self) -> None:
+        """Check the option values (raise :class:`ConfigError`); runs when the task loads."""
+
+    @classmethod
+    def aggregations(cls) -> list[str]:
+        """The aggregation names this metric accepts."""
+        corpus = ["corpus", *cls.CORPUS_ALIASES] if cls.CORPUS_LEVEL else []
+        return [*ITEM_AGGREGATIONS, *corpus]
 
     @abc.abstractmethod
     def compute(self, items: list[ScoreItem]) -> MetricResult:
@@ -91,38 +125,73 @@ class SampleMetric(Metric):
         return MetricResult(values, [None] * len(items))
 
 
-def make_metric(entry: Mapping, context: ScoringContext) -> Metric:
-    """The metric of one ``metric_list`` entry."""
-    if "metric" not in entry:
-        raise ConfigError(f"metric_list entry without 'metric': {dict(entry)!r}")
+def metric_name(entry: Mapping) -> str:
+    """The name a ``metric_list`` entry reports under: the metric, or a ``!function``'s function."""
     name = entry["metric"]
-    options = {k: v for k, v in entry.items() if k not in LM_EVAL_KEYS}
-    target = METRICS.get(name)
-    if isinstance(target, type) and issubclass(target, Metric):
-        return target(name, options, context)
-    return SampleMetric(name, options, context, target)
+    return name if isinstance(name, str) else str(getattr(name, "attr", name))
 
 
-def mean_or_none(values: list) -> float | None:
-    vals = [v for v in values if v is not None]
-    return float(np.mean(vals)) if vals else None
+def make_metric(entry: Mapping, context: ScoringContext | None = None, where: str = "metric_list") -> Metric:
+    """The metric of one ``metric_list`` entry, its name, options and aggregation checked.
+
+    Every problem is a :class:`ConfigError` starting with ``where`` (the task file and entry).
+    """
+    if not isinstance(entry, Mapping) or "metric" not in entry:
+        raise ConfigError(f"{where}: entry without 'metric': {entry!r}")
+    context = context or ScoringContext()
+    name, options = entry["metric"], {k: v for k, v in entry.items() if k not in LM_EVAL_KEYS}
+    try:
+        if callable(name):  # metric: !function module.fn → fn(prediction, reference)
+            metric: Metric = SampleMetric(metric_name(entry), options, context, name)
+        else:
+            target = METRICS.get(name)
+            if isinstance(target, type) and issubclass(target, Metric):
+                metric = target(name, options, context)
+            else:
+                metric = SampleMetric(name, options, context, target)
+    except ConfigError as exc:  # say where, keep the kind (an unknown name is also a KeyError)
+        exc.args = (f"{where}: {exc}", *exc.args[1:])
+        raise
+    aggregation = entry.get("aggregation", "mean")
+    if not callable(aggregation) and aggregation not in type(metric).aggregations():
+        corpus = "" if type(metric).CORPUS_LEVEL or aggregation not in CORPUS_AGGREGATIONS else \
+            f" ({metric.name!r} has no corpus-level value)"
+        raise ConfigError(f"{where}: metric {metric.name!r}: unknown aggregation {aggregation!r}{corpus}; "
+                          f"accepted: {', '.join(type(metric).aggregations())} or !function module.fn")
+    return metric
 
 
-def summarize(result: MetricResult, seed_parts: tuple) -> dict:
-    """``{name, name_stderr, name_ci95, name_n}`` of a metric's result (the bootstrap CI is the
-    percentile interval of the mean, seeded by ``seed_parts``)."""
+def summarize(result: MetricResult, seed_parts: tuple, aggregation: Any = "mean") -> dict:
+    """``{value, stderr, ci95, n, failures}`` of a metric's result under ``aggregation``.
+
+    ``value`` is the mean or median of the scored values, the corpus-level ``result.summary``
+    (``corpus`` / ``bleu``), or ``aggregation(values)`` for a ``!function``; ``ci95`` is the
+    percentile bootstrap interval of that same statistic, seeded by ``seed_parts``; ``stderr`` is
+    the standard error of the mean, given for ``mean`` only.
+    """
     from lalm_eval.metrics.bootstrap import bootstrap_ci
     from lalm_eval.seeding import stable_int
 
     vals = [v for v in result.values if v is not None]
-    mean = result.summary if result.summary is not None else mean_or_none(vals)
-    stderr = float(np.std(vals, ddof=1) / np.sqrt(len(vals))) if len(vals) > 1 else None
-    ci = bootstrap_ci(vals, seed=stable_int(*map(str, seed_parts)), statistic=result.statistic) if len(vals) > 1 \
+    data = np.asarray(vals, dtype=float)
+    statistic = None  # None: the CI of the mean
+    if aggregation == "mean":
+        value = float(data.mean()) if vals else None
+    elif aggregation in CORPUS_AGGREGATIONS:
+        value, statistic = result.summary, result.statistic
+    else:
+        fn = ITEM_AGGREGATIONS.get(aggregation, aggregation)
+        value = float(fn(vals if callable(aggregation) else data)) if vals else None
+        statistic = (lambda idx: float(fn(data[idx].tolist() if callable(aggregation) else data[idx])))
+    stderr = float(np.std(data, ddof=1) / np.sqrt(len(vals))) if aggregation == "mean" and len(vals) > 1 else None
+    ci = bootstrap_ci(vals, seed=stable_int(*map(str, seed_parts)), statistic=statistic) if len(vals) > 1 \
         else None
-    return {"value": mean, "stderr": stderr, "ci95": list(ci) if ci else None, "n": len(vals),
+    return {"value": value, "stderr": stderr, "ci95": list(ci) if ci else None, "n": len(vals),
             "failures": sum(v is None for v in result.values)}
 
 
+METRICS.register("exact_match", "lalm_eval.metrics.text:exact_match")
+METRICS.register("token_f1", "lalm_eval.metrics.text:token_f1")
 METRICS.register("bleu", "lalm_eval.metrics.task_metrics:BleuMetric")
 METRICS.register("bertscore", "lalm_eval.metrics.task_metrics:BertScoreMetric")
 METRICS.register("recognition_presence", "lalm_eval.metrics.task_metrics:RecognitionPresenceMetric")

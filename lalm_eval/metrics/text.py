@@ -3,7 +3,7 @@
 Normalisation follows SQuAD's evaluation script (lower-case, strip punctuation and the English
 articles a/an/the, collapse whitespace); Chinese text is compared character by character, since
 it has no spaces. A response that failed to generate is never scored here (the evaluator
-excludes it and reports it).
+excludes it and reports it). Both are registered in :data:`lalm_eval.metrics.scoring.METRICS`.
 """
 
 from __future__ import annotations
@@ -13,9 +13,6 @@ import string
 import unicodedata
 from collections import Counter
 
-from lalm_eval.registry import Registry
-
-METRICS = Registry("metric", entry_point_group="lalm_eval.metrics")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _PUNCT = set(string.punctuation) | {"“", "”", "‘", "’", "—", "…", "，", "。", "？", "！", "、", "：", "；", "（", "）", "《", "》"}
 
@@ -38,12 +35,10 @@ def tokens(text: str) -> list[str]:
     return out
 
 
-@METRICS.register("exact_match")
 def exact_match(prediction: str, reference: str) -> float:
     return float(normalize(prediction) == normalize(reference))
 
 
-@METRICS.register("token_f1")
 def token_f1(prediction: str, reference: str) -> float:
     pred, ref = tokens(prediction), tokens(reference)
     if not pred or not ref:

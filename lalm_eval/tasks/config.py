@@ -2,7 +2,8 @@
 
 An lm-eval user reads our YAML as theirs, with these departures, each an error rather than a
 silent difference: only ``output_type: generate_until``; every metric states ``aggregation``
-and ``higher_is_better``; ``metadata.version`` is required; a string ``doc_to_text`` /
+and ``higher_is_better``, and its name, options and aggregation are checked when the task loads
+(:func:`lalm_eval.metrics.scoring.make_metric`); ``metadata.version`` is required; a string ``doc_to_text`` /
 ``doc_to_target`` / ``doc_to_audio`` / ``description`` is always a Jinja2 template (never a
 column name); lmms-eval's ``doc_to_messages`` (a ``!function`` returning chat messages or the user
 turn's interleaved text/audio parts) and one key of ours, ``hooks`` (named ``!function`` hooks,
@@ -21,6 +22,7 @@ import jinja2
 import jinja2.nativetypes
 
 from lalm_eval.errors import ConfigError
+from lalm_eval.metrics.scoring import make_metric
 from lalm_eval.tasks.loader import FunctionRef, load_yaml
 
 TEMPLATE_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
@@ -209,6 +211,8 @@ def _validate_metrics(metrics, file: str) -> None:
         if not isinstance(m["higher_is_better"], bool):
             _fail(file, f"metric_list[{i}] (metric {str(name)!r})",
                   f"higher_is_better must be true or false, got {m['higher_is_better']!r}")
+        # the metric itself: a registered name, its options and the aggregation it accepts
+        make_metric(m, where=f"{file}: metric_list[{i}]")
 
 
 def _validate_filters(filters, file: str) -> None:

@@ -12,18 +12,15 @@ import difflib
 from pathlib import Path
 from typing import Iterable
 
-from lalm_eval.errors import ConfigError
+from lalm_eval.errors import ConfigError, UnknownNameError
 from lalm_eval.resources import tasks_dir
 from lalm_eval.tasks.config import GroupConfig
 from lalm_eval.tasks.loader import index_names, load_yaml
 from lalm_eval.tasks.task import Task
 
 
-class UnknownTaskError(ConfigError, KeyError):
+class UnknownTaskError(UnknownNameError):
     """A task, group or tag name that no indexed YAML defines."""
-
-    def __str__(self) -> str:  # KeyError would quote the message
-        return str(self.args[0]) if self.args else ""
 
 
 @dataclasses.dataclass(frozen=True)

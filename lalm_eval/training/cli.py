@@ -67,7 +67,7 @@ def main(argv=None) -> int:
                             gradient_checkpointing=args.gradient_checkpointing, resume=args.resume_from_checkpoint,
                             save_steps=args.save_steps, max_minutes=args.max_minutes)
         info = train(adapter, opts)
-    except (LalmEvalError, KeyError) as exc:
+    except LalmEvalError as exc:  # anything else is a bug: its traceback is shown
         print(f"lalm-eval train: error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps({k: info[k] for k in ("examples", "global_step", "loss_first", "loss_last", "seconds",
