@@ -66,6 +66,9 @@ FEATURES = datasets.Features({
     "subjects": datasets.List(_SUBJECT),  # queried subjects' HD and AD (prompt strategies)
     "profile": datasets.Value("string"),  # reasoning: the target's profile as text
     "evidence": datasets.List({"field": datasets.Value("string"), "value": datasets.Value("string")}),
+    # captioning: what the reference was made from (PALM Table 24; palm_bench.caption_references):
+    # transcript | summary | qa (target present) | refusal (absent); "" for the other tasks
+    "caption_reference": datasets.Value("string"),
 })
 
 

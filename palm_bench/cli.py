@@ -46,10 +46,18 @@ def _build(args) -> int:
     from palm_bench.export import build
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    cfg = load_preset(args.preset, parse_key_values(args.set))
+    overrides = parse_key_values(args.set)
+    if args.caption_reference:
+        overrides["caption_reference"] = args.caption_reference
+    if args.description_model:
+        overrides["description_model"] = args.description_model
+    cfg = load_preset(args.preset, overrides)
     options = parse_key_values(args.corpus_option)
     tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
     llm = llm_from_args(args)
+    from palm_bench.caption_references import check_kind
+
+    check_kind(cfg.caption_reference, llm)  # before any planning work
     info = build(args.out, cfg, corpus=args.corpus, corpus_dir=args.corpus_dir, corpus_options=options,
                  work_dir=None if args.no_cache else DEFAULT_CACHE, tasks=tasks, repo_id=args.repo_id, llm=llm)
     st = info["stats"]
@@ -103,7 +111,16 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--tasks", default="recognition,captioning,reasoning")
     b.add_argument("--repo-id", help="Hub id named in the card's loading snippet")
     b.add_argument("--no-cache", action="store_true", help="do not use the embedding/description cache")
-    add_llm_options(b, "writes missing subject profiles")
+    b.add_argument("--caption-reference", choices=["transcript", "summary", "qa"], default=None,
+                   help="captioning references (PALM Table 24): transcript (default, offline; a deviation), "
+                        "summary (LLM summaries) or qa (adds three LLM question/answer rows per utterance); "
+                        "summary and qa need --llm")
+    b.add_argument("--description-model", metavar="MODEL[:ARGS]", default=None,
+                   help="a harness adapter that writes each subject's AD (Table 23 prompt) and HD from its "
+                        "train-split reference audio, e.g. vllm:pretrained=Qwen/Qwen3-Omni-30B-A3B-Thinking or "
+                        "openai_audio:model=M,base_url=URL (default: AD measured, HD from data)")
+    add_llm_options(b, "writes missing subject profiles and, with --caption-reference summary|qa, the "
+                       "captioning references")
     b.set_defaults(func=_build)
     add_push_command(sub)
 

@@ -7,6 +7,7 @@ key=value`` override of ``palm-bench build``; an unknown key is an error naming 
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 from lalm_eval.cli_support import check_keys, load_preset_data
@@ -46,6 +47,16 @@ class BuildConfig:
     #: also write the ``enrollment`` config: every train-split clip of every subject, for
     #: in-context enrollment prompts (a key of its own, so builds from before it are rebuilt)
     enrollment: bool = True
+    #: how positive captioning references are written (PALM Table 24; palm_bench.caption_references):
+    #: ``transcript`` (offline default, a deviation from the paper), ``summary`` or ``qa`` (need --llm)
+    caption_reference: str = "transcript"
+    #: a harness adapter spec (``vllm:pretrained=DIR``, ``openai_audio:model=M,base_url=URL``) whose
+    #: model writes each subject's AD (Table 23 prompt) and HD from its train-split reference audio
+    #: (palm_bench.model_descriptions); None: AD measured, HD from data
+    description_model: str | None = None
+    #: generation kwargs of those descriptions (Table 23 asks for at least 600 words)
+    description_gen_kwargs: dict = dataclasses.field(
+        default_factory=lambda: {"max_new_tokens": 2048, "do_sample": False})
 
     def __post_init__(self) -> None:
         if not 0 < self.test_fraction < 1:
@@ -71,6 +82,12 @@ class BuildConfig:
                               f"{{method: threshold, thresholds: [a, b, c]}} ascending; got {self.negative_strata!r}")
         if not isinstance(self.enrollment, bool):
             raise ConfigError(f"enrollment must be true or false, got {self.enrollment!r}")
+        if self.caption_reference not in ("transcript", "summary", "qa"):
+            raise ConfigError(f"caption_reference must be transcript, summary or qa, got {self.caption_reference!r}")
+        if self.description_model is not None and (not isinstance(self.description_model, str)
+                                                   or re.search(r"(^|[:,])\s*api_key\s*=", self.description_model)):
+            raise ConfigError("description_model must be an adapter spec MODEL[:key=value,...] without api_key "
+                              f"(keys come from the environment), got {self.description_model!r}")
         if self.audio_format not in AUDIO_FORMATS:
             raise ConfigError(f"audio_format must be one of {AUDIO_FORMATS}, got {self.audio_format!r}")
 

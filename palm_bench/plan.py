@@ -88,6 +88,7 @@ class BuildPlan:
                              for s in qa.queried],
                 "profile": format_profile(target.profile, plan.language) if plan.task == "reasoning" else "",
                 "evidence": [{"field": f, "value": v} for f, v in plan.evidence.items()],
+                "caption_reference": qa.reference,
             }
 
 
@@ -165,8 +166,17 @@ def make_plan(cfg: BuildConfig, corpus: str = "embedded", corpus_dir: str | None
     if llm is not None:
         hds.update(llm_human_descriptions(data, references, llm, sorted(s for s in subjects if not hds.get(s)),
                                           work_dir, cfg.ad_max_seconds))
+    if cfg.description_model:  # the paper's setting: HD and AD written by an audio model (Table 23)
+        from palm_bench.model_descriptions import model_descriptions
+
+        written, description_info = model_descriptions(cfg, data, references, work_dir)
+        hds.update({s: d["hd"] for s, d in written.items()})
+        ads.update({s: d["ad"] for s, d in written.items()})
+    else:
+        description_info = {"ad": "measured", "hd": "data" if llm is None else "data, else text LLM"}
     descriptions = {s: {"hd": hds.get(s, ""), "ad": ads.get(s, "")} for s in subjects}
-    audios, stats = {}, {"encoder": encoder.name, "strata_fallbacks": {}, "cut_points": {}}
+    audios, stats = {}, {"encoder": encoder.name, "strata_fallbacks": {}, "cut_points": {},
+                         "descriptions": description_info}
     for split in SPLITS:
         pool = build_pool(data, splits[split], refs, embeddings, cfg.negative_strata)
         planner = SplitPlanner(data, cfg, split, splits[split], pool)
@@ -174,6 +184,10 @@ def make_plan(cfg: BuildConfig, corpus: str = "embedded", corpus_dir: str | None
         stats.setdefault("skipped_reasoning_slots", {})[split] = planner.skipped_reasoning
         stats["strata_fallbacks"][split] = pool.fallbacks
         stats["cut_points"][split] = {s: [round(c, 4) for c in cuts] for s, cuts in pool.cut_points.items()}
+    from palm_bench.caption_references import apply_caption_references
+
+    stats["caption_reference"] = apply_caption_references(audios, data, cfg.caption_reference, llm, work_dir,
+                                                          cfg.seed)
     stats["skipped_source_items"] = getattr(data, "skipped", 0)
     from palm_bench.corpus_info import _relative
 

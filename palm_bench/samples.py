@@ -32,6 +32,8 @@ class QA:
     queried: list[str]  # subject ids named in the question
     present: list[str]
     absent: list[str]
+    #: captioning: how the reference was made (palm_bench.caption_references.ROW_KINDS); else ""
+    reference: str = ""
 
 
 @dataclasses.dataclass
@@ -281,5 +283,6 @@ class SplitPlanner:
                 text = next(c.text for c in plan.clips if c.speaker == plan.target)
                 answer = answer_data()["caption_positive"][lang].format(spk=name, text=text)
             qa_list.append(QA(t.id, qa.question, answer, [plan.target],
-                              [plan.target] if present else [], [] if present else [plan.target]))
+                              [plan.target] if present else [], [] if present else [plan.target],
+                              reference=("transcript" if present else "refusal") if slot.task == "captioning" else ""))
         return qa_list

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 KEY_VERSION = 1  # bump when the key's recipe changes, so old entries are never served
 #: the judge-LLM settings that enter a verdict's key (those present in ``llm.settings``)
-OUTPUT_SETTINGS = ("backend", "model", "weights", "temperature", "max_tokens", "dtype", "top_p", "seed")
+OUTPUT_SETTINGS = ("backend", "model", "weights", "temperature", "max_tokens", "dtype", "top_p", "seed",
+                   "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty")
 
 
 def _canonical(value) -> str:
