@@ -257,6 +257,15 @@ def run_subcommand(argv: list[str]) -> int:
     r.add_argument("folders", nargs="+", type=Path)
     r.add_argument("--output_path", type=Path, default=None, help="write report_<stamp>.md and plots here")
     r.add_argument("--metrics", default=None, help="comma-separated metrics for the tables (default: all)")
+    r.add_argument("--layout", default=None,
+                   help="comma-separated report layouts (task folders' report_layouts*.yaml), e.g. palm_table1, "
+                        "palm_tables5_6, msu_table3, msu_table4, msu_table6 (default: each report's defaults)")
+    r.add_argument("--error_sample", type=int, default=None,
+                   help="error-type layouts: count N classified failed answers per model, drawn at random (the "
+                        "MSU paper: 200); default: all")
+    r.add_argument("--seed", type=int, default=0, help="seed of --error_sample's draw")
+    r.add_argument("--include_path", action="append", default=None,
+                   help="extra task folder whose report_layouts*.yaml to read (repeatable)")
     args = ap.parse_args(argv)
     if args.command == "paths":
         from lalm_eval.resources import RESOURCE_NAMES, resource_dir
@@ -266,7 +275,9 @@ def run_subcommand(argv: list[str]) -> int:
         from lalm_eval.report.combine import combine
 
         metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
-        text, files = combine(args.folders, args.output_path, metrics)
+        layouts = [x.strip() for x in args.layout.split(",") if x.strip()] if args.layout else None
+        text, files = combine(args.folders, args.output_path, metrics, layouts=layouts,
+                              error_sample=args.error_sample, seed=args.seed, include_paths=args.include_path)
         print(text)
         if files:
             print("wrote " + ", ".join(map(str, files)))

@@ -1,4 +1,5 @@
-"""Reports: lm-eval-shaped results JSON, samples JSONL, breakdown math, paper-shaped tables, plots."""
+"""Reports: lm-eval-shaped results JSON, samples JSONL, breakdown math, plots, the combined report.
+The report layouts (the papers' tables as data) are tested in tests/test_report_layouts.py."""
 
 import datetime as dt
 import json
@@ -8,9 +9,7 @@ import numpy as np
 import pytest
 
 from lalm_eval.errors import DataError
-from lalm_eval.report import (breakdown, load_results, metric_key, msu_language_table, msu_table,
-                              palm_stratum_table, palm_table, task_entry, timestamp, write_results,
-                              write_samples)
+from lalm_eval.report import breakdown, load_results, metric_key, task_entry, timestamp, write_results, write_samples
 from lalm_eval.report import plots
 
 STAMP_RE = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d{6}"
@@ -114,80 +113,17 @@ def test_breakdown_math_by_hand():
     assert more[0]["f1_ci"] == breakdown(rows, ["language"], ["f1"], ci=True)[0]["f1_ci"]
 
 
-def msu_rows():
-    # tier1: sr has 3 samples (all 1.0), sac has 1 (0.0) → all-cases avg 0.75, capability-mean avg 0.5
-    rows = [{"model": "m", "tier": "tier1", "capability": "sr", "language": "en", "score": 1.0} for _ in range(3)]
-    rows += [{"model": "m", "tier": "tier1", "capability": "sac", "language": "zh", "score": 0.0}]
-    rows += [{"model": "m", "tier": "tier2", "capability": "sda", "language": "en", "score": 0.5},
-             {"model": "m", "tier": "tier2", "capability": "sda", "language": "zh", "score": 0.5}]
-    return rows
-
-
-def test_msu_tier_average_is_over_all_cases():
-    header, body = table_cells(msu_table(msu_rows(), "score"))
-    assert header == ["Model", "tier1 · sr", "tier1 · sac", "tier1 · Avg", "tier2 · sda", "tier2 · Avg", "Avg"]
-    row = dict(zip(header, body[0]))
-    assert row["tier1 · sr"] == "1.00" and row["tier1 · sac"] == "0.00"
-    assert row["tier1 · Avg"] == "0.75"  # (1+1+1+0)/4
-    assert row["tier1 · Avg"] != f"{(1.0 + 0.0) / 2:.2f}"  # not the mean of capability means (0.50)
-    assert row["Avg"] == f"{(3 * 1.0 + 0.0 + 0.5 + 0.5) / 6:.2f}"  # 0.67
-
-
-def test_msu_language_table_and_missing_metric_footnote():
-    header, body = table_cells(msu_language_table(msu_rows(), "score"))
-    assert header == ["Model", "en · tier1", "en · tier2", "en · Avg", "zh · tier1", "zh · tier2", "zh · Avg"]
-    assert body[0][1:] == ["1.00", "0.50", "0.88", "0.00", "0.50", "0.25"]
-    text = msu_table(msu_rows(), "judge_score", missing={"judge_score": "no judge endpoint configured"})
-    assert "—" in table_cells(text)[1][0]
-    assert "— judge_score: no judge endpoint configured" in text
-
-
-def palm_rows():
-    rows = {}
-    for strategy, base in (("Base", 0.2), ("HD", 0.6)):
-        rows[("Qwen2-Audio", strategy)] = [
-            {"task": task, "n_speakers": n, "metrics": {"token_f1": base - 0.05 * n} if task == "recognition"
-             else {"bleu": 10.0 * n + (1 if strategy == "HD" else 0)},
-             "negative_stratum": ("hard" if n % 2 else "easy") if task == "recognition" else ""}
-            for n in (1, 2, 3, 4) for task in ("recognition", "captioning")]
-    return rows
-
-
-def test_palm_table_layout():
-    text = palm_table(palm_rows(), metrics=["token_f1", "bleu", "llm_score"],
-                      missing={"llm_score": "no judge endpoint configured"}, labels={"token_f1": "FS", "bleu": "BLEU"})
-    header, body = table_cells(text)
-    assert header[:2] == ["Model", "Strategy"]
-    for n, label in ((1, "1 speaker"), (2, "2 speakers"), (3, "3 speakers"), (4, "4 speakers")):
-        assert f"{label} · recognition · FS" in header and f"{label} · captioning · BLEU" in header
-        assert f"{label} · recognition · llm_score" in header
-    assert "1 speaker · captioning · FS" not in header  # token_f1 only present for recognition
-    assert header.index("1 speaker · captioning · BLEU") < header.index("2 speakers · recognition · FS")
-    assert [b[:2] for b in body] == [["Qwen2-Audio", "Base"], ["Qwen2-Audio", "HD"]]
-    base, hd = (dict(zip(header, b)) for b in body)
-    assert base["1 speaker · recognition · FS"] == "0.15" and hd["4 speakers · recognition · FS"] == "0.40"
-    assert hd["3 speakers · captioning · BLEU"] == "31.00"
-    assert base["2 speakers · recognition · llm_score"] == "—"
-    assert "— llm_score: no judge endpoint configured" in text
-    assert len(header) == 2 + 4 * (2 + 2)  # speakers × (recognition: FS, llm_score; captioning: BLEU, llm_score)
-
-
-def test_palm_stratum_table():
-    header, body = table_cells(palm_stratum_table(palm_rows(), metrics=["token_f1"]))
-    assert header == ["Model", "Strategy", "hard · token_f1", "hard · n", "easy · token_f1", "easy · n"]
-    base = dict(zip(header, body[0]))
-    assert base["hard · n"] == "2" and base["hard · token_f1"] == f"{((0.2 - 0.05) + (0.2 - 0.15)) / 2:.2f}"
-
-
 def test_plots_write_png(tmp_path):
     rows = [{"model": m, "strategy": s, "n_speakers": n, "task_id": f"t{n}", "f1": v * n}
             for m, v in (("a", 0.1), ("b", 0.2)) for s in ("Base", "HD") for n in (1, 2, 3, 4)]
-    for fn, name in ((plots.speaker_count_plot, "speakers.png"), (plots.task_bar_plot, "tasks.png")):
-        path = fn(rows, "f1", tmp_path / "plots" / name)
+    line = plots.line_plot(rows, "f1", tmp_path / "plots" / "speakers.png", x_field="n_speakers",
+                           x_values=[1, 2, 3, 4], series=["model", "strategy"])
+    bars = plots.bar_plot(rows, "f1", tmp_path / "plots" / "tasks.png", x_field="task_id")
+    for path in (line, bars):
         data = path.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000
     with pytest.raises(DataError, match="no rows"):
-        plots.speaker_count_plot(rows, "missing_metric", tmp_path / "x.png")
+        plots.line_plot(rows, "missing_metric", tmp_path / "x.png", x_field="n_speakers")
 
 
 def test_combined_report_has_a_row_per_model_and_the_missing_reason(tmp_path):
@@ -201,16 +137,18 @@ def test_combined_report_has_a_row_per_model_and_the_missing_reason(tmp_path):
                  "metrics": {"recognition_presence": value, "llm_judge": None}} for i, n in enumerate((1, 2, 2))]
         write_samples(out, "palm_recognition", rows, stamp="S")
         write_results(out, {"results": {"palm_recognition": {"alias": "r", "recognition_presence,none": value}},
-                            "configs": {"palm_recognition": {"metadata": {"strategy": "base"}}},
+                            "configs": {"palm_recognition": {"metadata": {"strategy": "base",
+                                                                          "report": "palm_speakers"}}},
                             "config": {"model": model},
                             "metric_info": {"palm_recognition": {"llm_judge": {"missing": "no judge given"}}}},
                       stamp="S")
     text, files = combine([tmp_path / "cascade", tmp_path / "tiny"], tmp_path / "rep")
     lines = [line for line in text.splitlines() if line.startswith("| cascade") or line.startswith("| tiny")]
-    # columns per speaker count: recognition · llm_judge, recognition · presence, captioning · llm_judge
-    assert lines[0] == "| cascade | base | — | 1.00 | — | — | 1.00 | — | — | — | — | — | — | — |"
-    assert lines[1] == "| tiny | base | — | 0.00 | — | — | 0.00 | — | — | — | — | — | — | — |"
-    assert "— llm_judge: no judge given" in text
+    # palm_full: per speaker count, recognition · {LLM-judge score, presence score} (metrics sorted
+    # by id), in %; 3 and 4 speakers have no rows
+    assert lines[0] == "| cascade | base | — | 100.00 | — | 100.00 | — | — | — | — |"
+    assert lines[1] == "| tiny | base | — | 0.00 | — | 0.00 | — | — | — | — |"
+    assert "— LLM-judge score: no judge given" in text
     assert any(p.suffix == ".png" for p in files)
     (tmp_path / "empty").mkdir()
     assert main(["report", str(tmp_path / "empty")]) == 2  # a folder without results: a clear error

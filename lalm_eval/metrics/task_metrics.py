@@ -9,7 +9,9 @@
 - ``recognition_presence``: PALM Table 26 scored by rule, exact k/N (no LLM).
 - ``llm_judge``: an LLM judge of :mod:`lalm_eval.judges` (PALM Tables 25/26, our reasoning and MSU
   rubrics); ``missing`` with the reason when no ``--judge`` was given. With
-  ``cross_check: recognition_presence`` the rule scorer's agreement (Cohen's kappa) is recorded.
+  ``cross_check: recognition_presence`` the rule scorer's agreement (Cohen's kappa) is recorded;
+  ``cross_check_options`` are that scorer's options (e.g. ``{names_field: queried}``: the doc field
+  listing the names, declared by the task, never assumed here).
 
 The wrapped functions live in :mod:`lalm_eval.metrics.bleu`, ``.bertscore``, ``.recognition``
 and :mod:`lalm_eval.judges`; this module only adapts them to task items.
@@ -134,7 +136,8 @@ class RecognitionPresenceMetric(Metric):
 
 
 class JudgeMetric(Metric):
-    OPTIONS = ("judge", "question_field", "context", "cross_check", "classify_failures", "classify_below")
+    OPTIONS = ("judge", "question_field", "context", "cross_check", "cross_check_options", "classify_failures",
+               "classify_below")
 
     def check_options(self) -> None:  # when the task loads: a judge is named and exists
         from lalm_eval.errors import ConfigError
@@ -174,13 +177,21 @@ class JudgeMetric(Metric):
     def _agreement(self, items: list[ScoreItem], values: list) -> dict:
         from lalm_eval.metrics.recognition import agreement
 
-        rule = RecognitionPresenceMetric("recognition_presence", {"names_field": "queried"}, self.context)
+        # the rule scorer's options (e.g. which doc field lists the names) come from the task YAML
+        rule = RecognitionPresenceMetric("recognition_presence", dict(self.options.get("cross_check_options") or {}),
+                                         self.context)
         rule_values = rule.compute(items).values
         pairs = [(a, b) for a, b in zip(rule_values, values) if a is not None and b is not None]
         return agreement([a for a, _ in pairs], [b for _, b in pairs])
 
     def _classify(self, items: list[ScoreItem], values: list, details: list) -> dict:
-        """The MSU error taxonomy over failed items (judged below ``classify_below``)."""
+        """The error types of failed items (judged below ``classify_below``) by the classifier judge
+        ``classify_failures`` names (e.g. ``msu_error_type``: the MSU paper's Table 7 taxonomy); the
+        classifier sees the judge's score and comment of each (its prompt's ``score`` /
+        ``judge_comment``). Each failed item's ``error_type`` goes into its details (the sample
+        log), which the report's error-type layouts read."""
+        import dataclasses
+
         from lalm_eval.judges import make_judge
 
         below = float(self.options.get("classify_below", 0.5))
@@ -189,7 +200,11 @@ class JudgeMetric(Metric):
             return {}
         classifier = make_judge(self.options["classify_failures"], self.context.judge_llm, self.context.cache_dir)
         counts: dict[str, int] = {}
-        for k, res in zip(failed, classifier.judge([self._judge_item(items[k]) for k in failed])):
+        asks = [self._judge_item(items[k]) for k in failed]
+        asks = [dataclasses.replace(a, context={**a.context, "score": values[k],
+                                                "judge_comment": (details[k] or {}).get("comment")})
+                for a, k in zip(asks, failed)]
+        for k, res in zip(failed, classifier.judge(asks)):
             label = (res.detail or {}).get("error_type") if res.error is None else None
             label = label or "classifier_failure"
             details[k]["error_type"] = label

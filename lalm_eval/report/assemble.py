@@ -10,10 +10,6 @@ from lalm_eval.report.results import metric_key, task_entry, timestamp, write_re
 from lalm_eval.report.tables import _markdown, breakdown
 
 
-#: metrics plotted, first found first (the judge's score where there is one, else the reference metrics)
-PLOT_METRICS = ("llm_judge", "recognition_presence", "token_f1", "bleu")
-
-
 def _plain(value):
     """A task config as JSON: ``!function`` references written as in the YAML."""
     from lalm_eval.tasks.loader import FunctionRef
@@ -75,16 +71,18 @@ def missing_reasons(run: dict) -> dict[str, str]:
     return out
 
 
-def metric_labels(run: dict) -> dict[str, str]:
-    """Column labels that carry what a number depends on: BERTScore's backbone, the judge model."""
-    labels = {}
+def metric_details(run: dict) -> dict[str, str]:
+    """{metric: what its numbers rest on} for the layouts' footnotes: BERTScore's backbone, the
+    judge and its model (the first task that reports one)."""
+    details = {}
     for r in run["results"].values():
         for name, info in (r.get("metrics") or {}).items():
             if info.get("backbone"):
-                labels.setdefault(name, f"{name} ({info['backbone']})")
+                details.setdefault(name, f"backbone {info['backbone']}")
             elif isinstance(info.get("judge"), dict):
-                labels.setdefault(name, f"{name} ({info['judge'].get('judge')}, {info['judge'].get('model', '?')})")
-    return labels
+                j = info["judge"]
+                details.setdefault(name, f"judge {j.get('judge')}, model {j.get('model', '?')}")
+    return details
 
 
 def _notes(run: dict) -> list[str]:
@@ -215,59 +213,26 @@ def breakdown_table(rows: list[dict], by: list[str], metrics: list[str]) -> str:
     return _markdown(header, body)
 
 
-def tagged_rows(run: dict, model_name: str) -> list[dict]:
-    """Scored sample rows of every task, tagged with model, strategy and task name."""
-    rows = []
+def rows_by_report(run: dict, model_name: str, index) -> dict[str, list[dict]]:
+    """{report name: scored sample rows of the tasks declaring ``metadata.report``}, tagged as the
+    report declares (:func:`lalm_eval.report.layouts.tag_rows`)."""
+    from lalm_eval.report.layouts import tag_rows
+
+    out: dict[str, list[dict]] = {}
     for task in run["tasks"]:
-        strategy = (task.config.metadata or {}).get("strategy", "base")
-        for r in run["_samples"][task.name]:
-            if "metrics" in r:
-                rows.append({**r, "model": model_name, "strategy": strategy, "task_name": task.name,
-                             "task_id": r.get("task_id", task.name)})
-    return rows
+        meta = task.config.metadata or {}
+        if meta.get("report"):
+            out.setdefault(meta["report"], []).extend(
+                tag_rows(run["_samples"][task.name], model=model_name, task=task.name, metadata=meta,
+                         report=index.report(meta["report"])))
+    return out
 
 
-def paper_tables(rows: list[dict], metrics: list[str], missing: dict | None = None,
-                 labels: dict | None = None) -> str:
-    """The PALM (speaker count × task) and MSU (tier × capability) tables, where rows fit them."""
-    from lalm_eval.report.tables import msu_language_table, msu_table, palm_stratum_table, palm_table
+def layout_index_for(run: dict):
+    """The layouts of the installed task folders and of every folder a run's tasks came from."""
+    from lalm_eval.report.layouts import LayoutIndex
 
-    parts = []
-    palm = [r for r in rows if "n_speakers" in r and r.get("task") in ("recognition", "captioning")]
-    if palm:
-        by_key: dict = {}
-        for r in palm:
-            by_key.setdefault((r["model"], r["strategy"]), []).append(r)
-        parts += ["## PALM-Bench (speakers × task)", "", palm_table(by_key, metrics=metrics, missing=missing,
-                                                                         labels=labels), "",
-                  "### By negative stratum", "", palm_stratum_table(by_key, metrics=metrics, missing=missing,
-                                                                    labels=labels)]
-    msu = [r for r in rows if "tier" in r and "capability" in r]
-    if msu:
-        for m in [m for m in metrics if m in (missing or {}) or any(r["metrics"].get(m) is not None for r in msu)]:
-            msu_rows = [{**r, m: r["metrics"].get(m)} for r in msu]
-            label = (labels or {}).get(m, m)
-            parts += ["", f"## MSU-Bench ({label}; tier averages over all cases)", "",
-                      msu_table(msu_rows, metric=m, missing=missing), "",
-                      msu_language_table(msu_rows, metric=m, missing=missing)]
-    return "\n".join(parts)
-
-
-def write_plots(rows: list[dict], metric: str, out: Path, stamp: str) -> list[Path]:
-    from lalm_eval.errors import DataError
-    from lalm_eval.report import plots
-
-    files = []
-    flat = [{**r, metric: r["metrics"].get(metric)} for r in rows]
-    palm = [r for r in flat if "n_speakers" in r and r.get("task") in ("recognition", "captioning")]
-    msu = [r for r in flat if "tier" in r]
-    for fn, subset, name in ((plots.speaker_count_plot, palm, "speakers"), (plots.task_bar_plot, msu, "tasks")):
-        if any(r.get(metric) is not None for r in subset):
-            try:
-                files.append(fn(subset, metric, out / f"plot_{name}_{metric}_{stamp}.png"))
-            except DataError as exc:  # no value to plot: say so instead of an empty picture
-                print(f"no {name} plot: {exc}")
-    return files
+    return LayoutIndex.load(sorted({str(t.folder) for t in run["tasks"] if getattr(t, "folder", None)}))
 
 
 def write_outputs(run: dict, config: dict, output_path: str | Path, log_samples: bool) -> dict[str, Path]:
@@ -277,14 +242,15 @@ def write_outputs(run: dict, config: dict, output_path: str | Path, log_samples:
     if log_samples:
         for name, rows in run["_samples"].items():
             files[f"samples_{name}"] = write_samples(out, name, rows, stamp=stamp)
+    from lalm_eval.report.layouts import render_reports, report_plots
+
     model = str(config.get("model"))
-    rows = tagged_rows(run, model)
-    metrics = sorted({m for r in rows for m in r["metrics"]})
+    index = layout_index_for(run)
+    by_report = rows_by_report(run, model, index)
     report = out / f"report_{stamp}.md"
-    report.write_text(markdown_report(run, model) + "\n" + paper_tables(rows, metrics, missing_reasons(run),
-                                                                      metric_labels(run)) + "\n", encoding="utf-8")
+    tables = render_reports(by_report, index, missing=missing_reasons(run), details=metric_details(run))
+    report.write_text(markdown_report(run, model) + ("\n" + tables if tables else ""), encoding="utf-8")
     files["report"] = report
-    plotted = [m for m in PLOT_METRICS if any(r["metrics"].get(m) is not None for r in rows)] or metrics[:1]
-    for i, path in enumerate(p for m in plotted[:2] for p in write_plots(rows, m, out, stamp)):
+    for i, path in enumerate(report_plots(by_report, index, out, stamp)):
         files[f"plot_{i}"] = path
     return files

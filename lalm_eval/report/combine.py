@@ -1,7 +1,10 @@
-"""Several runs (one output folder per model) → one report: the papers' tables with a row per
-model × strategy, and the plots with a line or bar per model.
+"""Several runs (one output folder per model) → one report: the report layouts of the runs' tasks
+(``metadata.report``; layouts in the task folders' ``report_layouts*.yaml``) with a row per run
+(model × the task-metadata fields the report declares), and the plots with a line or bar per run.
 
     lalm-eval report results/cascade results/tiny-qwen2-audio --output_path results/report
+    lalm-eval report results/* --layout palm_table1
+    lalm-eval report results/* --layout msu_table4,msu_table6 --error_sample 200 --seed 0
 
 Each folder must hold a ``results_<stamp>.json`` and its ``samples_<task>_<stamp>.jsonl``
 (``--log_samples``); the newest results file of a folder is used. Runs of the forgetting checks
@@ -11,11 +14,13 @@ Each folder must hold a ``results_<stamp>.json`` and its ``samples_<task>_<stamp
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
 from lalm_eval.errors import DataError
 from lalm_eval.jsonl import iter_jsonl
-from lalm_eval.report.assemble import PLOT_METRICS, metric_labels, missing_reasons, paper_tables, write_plots
+from lalm_eval.report.assemble import metric_details, missing_reasons
 from lalm_eval.report.forgetting import forgetting_table
+from lalm_eval.report.layouts import LayoutIndex, render_reports, report_plots, tag_rows
 from lalm_eval.report.results import _safe_name, load_results, timestamp
 
 
@@ -26,24 +31,26 @@ def latest_results(folder: str | Path) -> Path:
     return files[-1]
 
 
-def load_run_rows(folder: str | Path, label: str | None = None) -> tuple[list[dict], dict]:
-    """The scored sample rows of a folder's newest run, tagged with model, strategy and task name,
-    and its ``metric_info`` ({task: {metric: info}})."""
+def load_run_rows(folder: str | Path, index: LayoutIndex, label: str | None = None
+                  ) -> tuple[dict[str, list[dict]], dict]:
+    """``({report: tagged scored sample rows}, metric_info)`` of a folder's newest run: the rows of
+    each task that declares ``metadata.report``, tagged as that report declares."""
     path = latest_results(folder)
     doc = load_results(path)
     stamp = path.stem[len("results_"):]
     model = label or str((doc.get("config") or {}).get("model"))
-    rows = []
+    by_report: dict[str, list[dict]] = {}
     for task in doc.get("results", {}):
+        meta = (doc.get("configs", {}).get(task) or {}).get("metadata") or {}
+        if not meta.get("report"):
+            continue
         samples = Path(folder) / f"samples_{_safe_name(task)}_{stamp}.jsonl"
         if not samples.is_file():
             raise DataError(samples, "sample log missing: rerun lalm-eval with --log_samples")
-        strategy = ((doc.get("configs", {}).get(task) or {}).get("metadata") or {}).get("strategy", "base")
-        for _, row in iter_jsonl(samples):
-            if "metrics" in row:
-                rows.append({**row, "model": model, "strategy": strategy, "task_name": task,
-                             "task_id": row.get("task_id", task)})
-    return rows, doc.get("metric_info") or {}
+        by_report.setdefault(meta["report"], []).extend(
+            tag_rows((row for _, row in iter_jsonl(samples)), model=model, task=task, metadata=meta,
+                     report=index.report(meta["report"])))
+    return by_report, doc.get("metric_info") or {}
 
 
 def run_documents(folders: list[str | Path]) -> list[tuple[str, dict]]:
@@ -57,19 +64,27 @@ def run_documents(folders: list[str | Path]) -> list[tuple[str, dict]]:
 
 
 def combine(folders: list[str | Path], output_path: str | Path | None = None,
-            metrics: list[str] | None = None) -> tuple[str, list[Path]]:
-    """The combined Markdown (and, with ``output_path``, ``report_<stamp>.md`` plus plots)."""
-    rows, info = [], {}
-    for folder in folders:
-        run_rows, run_info = load_run_rows(folder)
-        rows += run_rows
+            metrics: list[str] | None = None, layouts: Sequence[str] | None = None,
+            error_sample: int | None = None, seed: int = 0,
+            include_paths: Sequence[str | Path] | None = None) -> tuple[str, list[Path]]:
+    """The combined Markdown (and, with ``output_path``, ``report_<stamp>.md`` plus plots).
+    ``layouts``: layout names (default: each present report's defaults); ``error_sample``/``seed``:
+    the distribution layouts' sample of failed answers per group (default: all)."""
+    index = LayoutIndex.load(include_paths)
+    labels = [label for label, _ in run_documents(folders)]
+    by_report: dict[str, list[dict]] = {}
+    info: dict = {}
+    for folder, label in zip(folders, labels):
+        run_rows, run_info = load_run_rows(folder, index, label)
+        for name, rows in run_rows.items():
+            by_report.setdefault(name, []).extend(rows)
         for task, metrics_info in run_info.items():
             info.setdefault(task, metrics_info)
     pseudo = {"results": {task: {"metrics": m} for task, m in info.items()}}
-    names = metrics or sorted({m for r in rows for m in r["metrics"]})
-    text = "# lalm-eval: combined report\n\n" + paper_tables(rows, names, missing_reasons(pseudo),
-                                                              metric_labels(pseudo)) + "\n"
-    forgetting = forgetting_table(run_documents(folders))
+    text = "# lalm-eval: combined report\n\n" + render_reports(
+        by_report, index, layouts, metrics=metrics, missing=missing_reasons(pseudo),
+        details=metric_details(pseudo), error_sample=error_sample, seed=seed)
+    forgetting = forgetting_table(run_documents(folders)) if not layouts else ""
     if forgetting:
         text = text.rstrip("\n") + "\n\n" + forgetting + "\n"
     files: list[Path] = []
@@ -79,7 +94,5 @@ def combine(folders: list[str | Path], output_path: str | Path | None = None,
         report = out / f"report_{stamp}.md"
         report.write_text(text, encoding="utf-8")
         files.append(report)
-        plotted = [m for m in PLOT_METRICS if any(r["metrics"].get(m) is not None for r in rows)]
-        for m in plotted[:2]:
-            files += write_plots(rows, m, out, stamp)
+        files += report_plots(by_report, index, out, stamp)
     return text, files

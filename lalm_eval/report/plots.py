@@ -1,9 +1,10 @@
-"""PNG plots of per-sample rows (matplotlib, Agg backend: no display needed).
+"""PNG plots of per-sample rows (matplotlib, Agg backend: no display needed), as a report layout
+file's ``plots`` declare them (:mod:`lalm_eval.report.layouts`):
 
-- :func:`speaker_count_plot`: the metric against 1–4 speakers, one line per model/strategy
-  (PALM's finding: recognition and captioning degrade as speakers are added).
-- :func:`task_bar_plot`: the metric per task id, one bar group per task, one bar per model
-  (MSU Figure 3's per-task comparison).
+- :func:`line_plot`: the mean metric against a numeric field (e.g. a speaker count), one line per
+  series group (model / a task-metadata field).
+- :func:`bar_plot`: the mean metric per value of a field (e.g. the task id), one bar per series
+  group.
 
 Missing values (None/NaN) are left out of the means, as in :mod:`lalm_eval.report.tables`.
 """
@@ -18,7 +19,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from lalm_eval.errors import DataError
-from lalm_eval.report.tables import PALM_SPEAKERS, order_key, value
+from lalm_eval.report.tables import order_key, value
 
 DPI = 120
 
@@ -53,33 +54,34 @@ def _save(fig, path: str | Path) -> Path:
     return path
 
 
-def speaker_count_plot(rows: Iterable[Mapping], metric: str, path: str | Path,
-                       series: Sequence[str] = ("model", "strategy"),
-                       speakers: Sequence[int] = PALM_SPEAKERS, title: str | None = None) -> Path:
-    """Line plot of the mean ``metric`` against ``n_speakers`` (1–4), one line per ``series``
-    group (model / strategy). Raises :class:`DataError` when no row has a value."""
-    data = _means(rows, metric, "n_speakers", series)
+def line_plot(rows: Iterable[Mapping], metric: str, path: str | Path, x_field: str,
+              x_values: Sequence | None = None, series: Sequence[str] = ("model",), x_label: str | None = None,
+              y_label: str | None = None, title: str | None = None) -> Path:
+    """Line plot of the mean ``metric`` against ``x_field`` (ticks ``x_values``, default: the values
+    present), one line per ``series`` group. Raises :class:`DataError` when no row has a value."""
+    data = _means(rows, metric, x_field, series)
     if not data:
         raise DataError(path, f"no rows with a value of {metric!r} to plot", field=metric)
+    ticks = list(x_values) if x_values else sorted({x for xs in data.values() for x in xs}, key=order_key)
     fig, ax = _subplots((6.4, 4.2))
     for label in sorted(data):
-        xs = [n for n in speakers if n in data[label]]
+        xs = [n for n in ticks if n in data[label]]
         ax.plot(xs, [data[label][n] for n in xs], marker="o", label=label)
-    ax.set_xticks(list(speakers))
-    ax.set_xlabel("speakers in the audio")
-    ax.set_ylabel(metric)
-    ax.set_title(title or f"{metric} by number of speakers")
+    ax.set_xticks(ticks)
+    ax.set_xlabel(x_label or x_field)
+    ax.set_ylabel(y_label or metric)
+    ax.set_title(title or f"{y_label or metric} by {x_label or x_field}")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small", loc="best")
     fig.tight_layout()
     return _save(fig, path)
 
 
-def task_bar_plot(rows: Iterable[Mapping], metric: str, path: str | Path, task_field: str = "task_id",
-                  series: Sequence[str] = ("model",), title: str | None = None) -> Path:
-    """Grouped bars of the mean ``metric`` per task id (``task_field``), one bar per ``series``
-    group. Raises :class:`DataError` when no row has a value."""
-    data = _means(rows, metric, task_field, series)
+def bar_plot(rows: Iterable[Mapping], metric: str, path: str | Path, x_field: str = "task_id",
+             series: Sequence[str] = ("model",), y_label: str | None = None, title: str | None = None) -> Path:
+    """Grouped bars of the mean ``metric`` per value of ``x_field``, one bar per ``series`` group.
+    Raises :class:`DataError` when no row has a value."""
+    data = _means(rows, metric, x_field, series)
     if not data:
         raise DataError(path, f"no rows with a value of {metric!r} to plot", field=metric)
     tasks = sorted({t for xs in data.values() for t in xs}, key=order_key)
@@ -92,8 +94,8 @@ def task_bar_plot(rows: Iterable[Mapping], metric: str, path: str | Path, task_f
         ax.bar(x + (i - (len(labels) - 1) / 2) * width, heights, width, label=label)
     ax.set_xticks(x)
     ax.set_xticklabels([str(t) for t in tasks], rotation=60, ha="right", fontsize="small")
-    ax.set_ylabel(metric)
-    ax.set_title(title or f"{metric} by task")
+    ax.set_ylabel(y_label or metric)
+    ax.set_title(title or f"{y_label or metric} by {x_field}")
     ax.grid(axis="y", alpha=0.3)
     if len(labels) > 1:
         ax.legend(fontsize="small", loc="best")
