@@ -18,7 +18,7 @@ from typing import Mapping
 
 import yaml
 
-from lalm_eval.errors import DataError
+from lalm_eval.errors import DataError, UnknownNameError
 
 TAXONOMY_FILE = Path(__file__).resolve().parent / "taxonomy.yaml"
 LANGUAGES = ("en", "zh")
@@ -88,7 +88,7 @@ def _get(items, key: str, kind: str):
     if key not in by_id:
         close = difflib.get_close_matches(str(key), by_id, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(by_id)}"
-        raise KeyError(f"unknown MSU {kind} {key!r}{hint}")
+        raise UnknownNameError(f"unknown MSU {kind} {key!r}{hint}")
     return by_id[key]
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from lalm_eval.audio.speaker import DEFAULT_SPEAKER_ENCODER, get_speaker_encoder
+from lalm_eval.errors import ConfigError
 from lalm_eval.metrics.verification import equal_error_rate, pair_scores
 from palm_bench.corpus.embedded import Corpus
 
@@ -89,7 +90,8 @@ def subject_eer(corpus: Corpus, encoder: str = DEFAULT_SPEAKER_ENCODER,
     subjects = {s.id: s for s in corpus.subjects()}
     utts = [u for u in corpus.utterances if u.speaker in subjects]
     if len({u.speaker for u in utts}) < 2:
-        raise ValueError("EER needs utterances of at least two subjects")
+        raise ConfigError(f"EER needs utterances of at least two subjects; the corpus has {len({u.speaker for u in utts})} "
+                          "(run corpus-info with --no-eer)")
     embs = enc.embed([u.load_audio() for u in utts])
     labels = np.array([u.speaker for u in utts])
     eer, threshold = equal_error_rate(*pair_scores(embs, labels))

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from lalm_eval.errors import UnknownNameError
 from msu_bench.qa.facts import Facts, words_before
 from msu_bench.types import Conversation
 
@@ -190,7 +191,7 @@ def _items(f: Facts, task: str, rng) -> list[tuple[str, str, dict]]:
             if turn is not None and turn.speaker in N:
                 out.append((_fmt(pick(T["q"]), spk=N[turn.speaker], action=m["action"]), m["motivation"], {"turn": turn.id}))
     else:
-        raise KeyError(f"no QA generator for task {task!r}")
+        raise UnknownNameError(f"no QA generator for MSU task {task!r}")
     return out
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from lalm_eval.audio.io import TARGET_SR, read_audio
+from lalm_eval.errors import UnknownNameError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,7 +60,7 @@ class Corpus:
 
     def utterances_of(self, speaker_id: str) -> list[Utterance]:
         if speaker_id not in self.speakers:
-            raise KeyError(f"unknown speaker id {speaker_id!r}; known: {', '.join(sorted(self.speakers))}")
+            raise UnknownNameError(f"unknown speaker id {speaker_id!r}; known: {', '.join(sorted(self.speakers))}")
         return [u for u in self.utterances if u.speaker == speaker_id]
 
     def languages(self) -> list[str]:
