@@ -20,6 +20,7 @@ from palm_bench.config import STRATA, BuildConfig
 from palm_bench.corpus.types import Corpus, Utterance
 from palm_bench.negatives import NegativePool
 from palm_bench.slots import Slot, reasoning_slots, recognition_captioning_slots
+from lalm_eval.errors import ConfigError
 from lalm_eval.seeding import rng_for
 from palm_bench.templates import TEMPLATE_DIR, Template, load_templates, placeholders_in, render
 
@@ -151,7 +152,9 @@ class SplitPlanner:
         language = self.corpus.speakers[target].language
         pool = [s for s in self.subjects if s != target and self.corpus.speakers[s].language == language]
         if len(pool) < k:
-            raise ValueError(f"{language}: a {k + 1}-subject query needs {k + 1} subjects, corpus has {len(pool) + 1}")
+            raise ConfigError(f"{language}: a {k + 1}-subject query needs {k + 1} subjects, the corpus has "
+                              f"{len(pool) + 1}; lower the scene sizes (--set 'speaker_count_weights={{...}}') or add "
+                              f"subjects")
         return [pool[j] for j in rng.permutation(len(pool))[:k]]
 
     def _plan_one(self, key: str, slot: Slot, target: str, rng) -> AudioPlan:
