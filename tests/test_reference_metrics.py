@@ -3,7 +3,6 @@ bootstrap CIs and the local `evaluate` modules."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -237,7 +236,7 @@ def test_bootstrap_corpus_bleu_statistic():
 # ---------------------------------------------------------------- evaluate modules
 
 _EVALUATE_SCRIPT = r"""
-import importlib.util, json, sys
+import json, sys
 from lalm_eval.metrics.hf_evaluate import load
 import evaluate
 case = json.loads(sys.argv[1])
@@ -248,8 +247,7 @@ out["lalm_token_f1"] = load("lalm_token_f1").compute(predictions=case["preds"], 
 out["lalm_bertscore"] = load("lalm_bertscore").compute(predictions=case["bert_preds"], references=case["bert_refs"], device="cpu")
 module = load("palm_recognition_presence")
 out["palm_features"] = sorted(module.features)
-if importlib.util.find_spec("lalm_eval.metrics.recognition") is not None:
-    out["palm_recognition_presence"] = module.compute(predictions=case["preds"], references=case["refs"], questions=case["questions"])
+out["palm_recognition_presence"] = module.compute(predictions=case["preds"], references=case["refs"], questions=case["questions"])
 print("RESULT " + json.dumps(out))
 """
 
@@ -310,8 +308,6 @@ def test_evaluate_bertscore_agrees_with_direct_function(evaluate_run, bert_resul
 
 
 def test_evaluate_recognition_presence_agrees_with_direct_function(evaluate_run):
-    if importlib.util.find_spec("lalm_eval.metrics.recognition") is None:
-        pytest.skip("lalm_eval.metrics.recognition is not written yet")
     from lalm_eval.metrics.recognition import recognition_presence_score
 
     out, _ = evaluate_run
