@@ -27,7 +27,7 @@ from lalm_eval.cli_support import parse_key_values
 from lalm_eval.errors import LalmEvalError
 
 DEFAULT_CACHE = Path(os.environ.get("LALM_EVAL_CACHE", Path.home() / ".cache" / "lalm_eval"))
-SUBCOMMANDS = ("tasks", "make-tiny-model", "paths", "report", "check", "train")
+SUBCOMMANDS = ("tasks", "make-tiny-model", "paths", "report", "check", "train", "doctor")
 
 
 def _model_args(text: str) -> dict:
@@ -307,6 +307,10 @@ def main(argv=None) -> int:
             from lalm_eval.check import main as check_main
 
             return check_main(argv[1:])
+        if argv and argv[0] == "doctor":
+            from lalm_eval.doctor import main as doctor_main
+
+            return doctor_main(argv[1:])
         if argv and argv[0] in SUBCOMMANDS:
             return run_subcommand(argv)
         return run_eval(eval_parser().parse_args(argv))

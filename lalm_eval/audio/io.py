@@ -176,3 +176,133 @@ def audio_hash(audio: np.ndarray, sr: int) -> str:
     digest.update(str(int(sr)).encode())
     digest.update(np.ascontiguousarray(audio, dtype=np.float32).tobytes())
     return digest.hexdigest()
+
+
+# --- torchcodec / FFmpeg: what datasets' Audio feature needs ------------------------------------
+# ``datasets`` 5 encodes and decodes its ``Audio`` feature through torchcodec, which loads FFmpeg's
+# shared libraries. When it cannot load, datasets raises a bare OSError from deep inside a build
+# (``libnvrtc.so.13: cannot open shared object file``). :func:`require_codec` runs one cached
+# round trip first and turns a failure into an AudioError that names the cause and the fix.
+
+# The torchcodec release built for each torch minor (torchcodec 0.N pairs with torch 2.N here);
+# PyPI's torchcodec 0.14+ are CUDA builds that cannot load beside a CPU torch.
+TORCHCODEC_FOR_TORCH = {"2.13": "0.13.0"}
+FFMPEG_DEBIAN_PACKAGES = ("libavutil57", "libavcodec59", "libavformat59", "libavdevice59", "libavfilter8",
+                          "libswscale6", "libswresample4")
+FFMPEG_FIX = ("install FFmpeg's shared libraries: apt-get install --no-install-recommends "
+              + " ".join(FFMPEG_DEBIAN_PACKAGES) + " (or: apt-get install ffmpeg)")
+_CUDA_MARKERS = ("libnvrtc", "libcudart", "libcuda.so", "libc10_cuda", "libcublas", "libnvidia", "libnpp")
+
+
+def _torch_info() -> tuple[str, bool]:
+    """(torch version, True when it is a CPU-only build); ("?", True) when torch is absent."""
+    try:
+        import torch
+    except Exception:  # noqa: BLE001 - reported as part of the codec diagnosis
+        return "?", True
+    return str(torch.__version__), getattr(torch.version, "cuda", None) is None
+
+
+def torchcodec_pin(torch_version: str) -> str:
+    """The pip requirement of the torchcodec that pairs with ``torch_version``."""
+    minor = ".".join(torch_version.split("+")[0].split(".")[:2])
+    known = TORCHCODEC_FOR_TORCH.get(minor)
+    if known:
+        return f"torchcodec=={known}"
+    return f"the torchcodec release built for torch {minor} (torchcodec's README lists the pairs)"
+
+
+def _quoted(pin: str) -> str:
+    return f"'{pin}'" if pin.startswith("torchcodec") else pin
+
+
+def _round_trip() -> str:
+    """Encode one second of a 440 Hz tone to WAV with torchcodec and decode it back, as datasets
+    does; returns torchcodec's version. Raises whatever torchcodec raises."""
+    import torch
+    import torchcodec
+    from torchcodec.decoders import AudioDecoder
+    from torchcodec.encoders import AudioEncoder
+
+    tone = torch.sin(torch.arange(TARGET_SR, dtype=torch.float32) * (2 * np.pi * 440 / TARGET_SR))[None] * 0.5
+    buf = io.BytesIO()
+    AudioEncoder(tone, sample_rate=TARGET_SR).to_file_like(buf, format="wav")
+    back = AudioDecoder(buf.getvalue()).get_all_samples()
+    if int(back.sample_rate) != TARGET_SR or back.data.shape[-1] != TARGET_SR:
+        raise RuntimeError(f"round trip gave {back.data.shape[-1]} samples at {back.sample_rate} Hz, "
+                           f"expected {TARGET_SR} at {TARGET_SR} Hz")
+    if float((back.data - tone).abs().max()) > 1e-3:
+        raise RuntimeError("round trip changed the samples")
+    return str(getattr(torchcodec, "__version__", "?"))
+
+
+def _installed_version(dist: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def diagnose_codec_failure(exc: BaseException, torch_version: str, torch_cpu: bool,
+                           torchcodec_version: str | None, ffmpeg_found: bool | None = None) -> str:
+    """The cause and the fix of a torchcodec failure, as one message for the user."""
+    chain, e = [], exc
+    while e is not None and len(chain) < 8:
+        chain.append(f"{type(e).__name__}: {e}")
+        e = e.__cause__ or e.__context__
+    text = " | ".join(chain)
+    pin = torchcodec_pin(torch_version)
+    tc = f"torchcodec {torchcodec_version}" if torchcodec_version else "torchcodec"
+    build = "CPU" if torch_cpu else "CUDA"
+    if isinstance(exc, ImportError) and not torchcodec_version:
+        cause = "torchcodec is not installed"
+        fix = f"pip install {_quoted(pin)}"
+    elif torch_cpu and any(m in text for m in _CUDA_MARKERS):
+        cause = (f"{tc} is a CUDA build and cannot load beside the CPU torch {torch_version} "
+                 "(PyPI's torchcodec 0.14+ need CUDA libraries)")
+        fix = f"pip install {_quoted(pin)}"
+    elif "libav" in text or "FFmpeg" in text or ffmpeg_found is False:
+        cause = f"{tc} cannot load FFmpeg's shared libraries (libavutil, libavcodec, ...)"
+        fix = FFMPEG_FIX
+    elif "undefined symbol" in text:
+        cause = f"{tc} was built for another torch than the installed {build} torch {torch_version}"
+        fix = f"pip install {_quoted(pin)}"
+    else:
+        cause = f"{tc} fails beside the {build} torch {torch_version}"
+        fix = f"pip install {_quoted(pin)}; if that does not help, {FFMPEG_FIX}"
+    return (f"audio decoding through torchcodec (datasets' Audio feature) does not work: {cause}. "
+            f"Fix: {fix}. `lalm-eval doctor` checks the whole stack. Underlying error: {chain[0]}"
+            + (f" (caused by {chain[-1]})" if len(chain) > 1 else ""))
+
+
+def _ffmpeg_found() -> bool:
+    import ctypes.util
+
+    return all(ctypes.util.find_library(lib) for lib in ("avutil", "avcodec", "avformat"))
+
+
+_CODEC_STATE: dict = {}
+
+
+def codec_status(refresh: bool = False) -> tuple[bool, str]:
+    """``(True, "torchcodec X: 1 s round trip ok")`` or ``(False, message with cause and fix)``;
+    probed once per process (``refresh`` probes again)."""
+    if refresh or "status" not in _CODEC_STATE:
+        try:
+            version = _round_trip()
+            _CODEC_STATE["status"] = (True, f"torchcodec {version}: 1 s WAV encode/decode round trip ok")
+        except Exception as exc:  # noqa: BLE001 - OSError, RuntimeError, ImportError: all diagnosed
+            torch_version, torch_cpu = _torch_info()
+            _CODEC_STATE["status"] = (False, diagnose_codec_failure(
+                exc, torch_version, torch_cpu, _installed_version("torchcodec"), _ffmpeg_found()))
+    return _CODEC_STATE["status"]
+
+
+def require_codec() -> None:
+    """Raise :class:`AudioError` (cause + fix) unless torchcodec can encode and decode audio; call it
+    before anything that makes ``datasets`` encode or decode an ``Audio`` feature."""
+    ok, message = codec_status()
+    if not ok:
+        raise AudioError(message)

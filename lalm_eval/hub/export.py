@@ -27,6 +27,9 @@ def export_builders(make_builder: Callable[[str, str], datasets.DatasetBuilder],
     ``consumed`` is ``consume(datasets_by_config)``, called while the Arrow cache still exists
     (use it to compute statistics).
     """
+    from lalm_eval.audio.io import require_codec
+
+    require_codec()  # datasets encodes every Audio row through torchcodec: say what is wrong first
     with tempfile.TemporaryDirectory(prefix="lalm_arrow_") as tmp:
         built = {}
         for config in configs:

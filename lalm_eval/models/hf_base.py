@@ -242,8 +242,9 @@ class HFAudioAdapter(Adapter):
         if model.generation_config.pad_token_id is None:
             model.generation_config.pad_token_id = tok.pad_token_id
         if self.peft:
-            from peft import PeftModel
+            from lalm_eval.extras import require
 
+            PeftModel = require("peft", f"model arg peft={self.peft}").PeftModel
             model = PeftModel.from_pretrained(model, str(Path(self.peft).expanduser()))
         self._model = model.eval()
 

@@ -156,7 +156,10 @@ def apply_recipe(model, recipe: Recipe, seed: int = 0):
         for p in model.parameters():
             p.requires_grad_(False)
         return model
-    from peft import LoraConfig, get_peft_model
+    from lalm_eval.extras import require
+
+    peft = require("peft", f"training recipe {recipe.name!r} (LoRA)")
+    LoraConfig, get_peft_model = peft.LoraConfig, peft.get_peft_model
 
     names = resolve_placement(model, recipe.placement)
     lora = recipe.lora or {}

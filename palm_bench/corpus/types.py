@@ -68,7 +68,11 @@ class Corpus:
 
     def to_lhotse(self):
         """The corpus as lhotse ``(RecordingSet, SupervisionSet)`` manifests."""
-        from lhotse import Recording, RecordingSet, SupervisionSegment, SupervisionSet
+        from lalm_eval.extras import require
+
+        lhotse = require("lhotse", "Corpus.to_lhotse()")
+        Recording, RecordingSet = lhotse.Recording, lhotse.RecordingSet
+        SupervisionSegment, SupervisionSet = lhotse.SupervisionSegment, lhotse.SupervisionSet
 
         recordings, supervisions = [], []
         for u in self.utterances:

@@ -299,6 +299,9 @@ def _write(folder: Path, corpus: str, split: str, config: dict, rows: list[dict]
     if not rows:
         raise DataError(config.get("source", corpus), f"{corpus} {split}: no rows to evaluate (skipped: {skipped})")
     features = _features(rows)
+    from lalm_eval.audio.io import require_codec
+
+    require_codec()  # from_list encodes the Audio column through torchcodec
     ds = datasets.Dataset.from_list(rows, features=features)
     files = export_dataset_dict({split: datasets.DatasetDict({SPLIT: ds})}, folder)
     stats = [{"config": split, "rows": len(rows)}] + [{"config": f"skipped: {r}", "rows": s["count"]}

