@@ -84,7 +84,8 @@ class ChoiceMetric(Metric):
             raise ConfigError(f"metric {self.name!r}: parser {name!r}: use one of {sorted(PARSERS)}")
 
     def compute(self, items: list[ScoreItem]) -> MetricResult:
-        parse, o = PARSERS[self.options.get("parser", "first_letter")], self.options
+        name, o = self.options.get("parser", "first_letter"), self.options
+        parse = PARSERS[name]  # a known parser: checked when the task loaded
         invalid, other = o.get("invalid_label", "invalid"), o.get("other_label", "other")
         values, details = [], []
         for item in items:
