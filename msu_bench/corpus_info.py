@@ -32,7 +32,7 @@ def corpus_statistics(report: ReadReport, cfg: MsuConfig, corpus_dir: str | None
             "totals": {"conversations": len(rows), "hours": round(sum(r["seconds"] for r in rows) / 3600, 3),
                        "turns": sum(r["turns"] for r in rows), "untranscribed": sum(r["untranscribed"] for r in rows),
                        "segments": sum(r["segments"] for r in rows)},
-            "skipped": [{"file": _relative(f, corpus_dir), "reason": r} for f, r in report.skipped]}
+            "skipped": [{"file": _relative(f, corpus_dir), "reason": r} for f, r in report.skips]}
 
 
 def format_table(stats: dict) -> str:

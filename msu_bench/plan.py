@@ -51,19 +51,10 @@ def load_preset(name_or_path: str, overrides: dict | None = None) -> MsuConfig:
 
 
 def read_corpus(kind: str, corpus_dir: str | None, options: dict) -> ReadReport:
-    if kind == "embedded":
-        from msu_bench.embedded import load_embedded_conversations, read_manifest
+    """The conversations of reader ``kind`` of :data:`msu_bench.corpora.READERS`."""
+    from msu_bench.corpora import read_corpus as read_with_registry
 
-        return read_manifest(Path(corpus_dir) / "manifest.jsonl") if corpus_dir else load_embedded_conversations()
-    if corpus_dir is None:
-        raise ConfigError(f"corpus {kind!r} needs --corpus-dir")
-    import importlib
-
-    try:
-        module = importlib.import_module(f"msu_bench.corpora.{kind}")
-    except ModuleNotFoundError:
-        raise ConfigError(f"unknown corpus {kind!r}; expected embedded, alimeeting, chime6, magicdata or rttm") from None
-    return getattr(module, f"prepare_{kind}")(corpus_dir, **options)
+    return read_with_registry(kind, corpus_dir, options)
 
 
 @dataclasses.dataclass
@@ -114,7 +105,7 @@ def make_plan(cfg: MsuConfig, corpus: str = "embedded", corpus_dir: str | None =
     stats = {"llm": dict(llm.settings) if llm is not None else None, **llm_stats,
              "conversations": len(report.conversations), "segments": len(segments),
              "skipped_source_items": report.n_skipped,
-             "skipped_source": [{"file": _relative(f, corpus_dir), "reason": r} for f, r in report.skipped],
+             "skipped_source": [{"file": _relative(f, corpus_dir), "reason": r} for f, r in report.skips],
              "untranscribed_turns": getattr(report, "n_untranscribed", 0),
              "skipped_segments": rejected,
              "questions_per_task": dict(sorted(asked.items())),

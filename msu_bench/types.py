@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from lalm_eval.hub.builder import ReaderResult
+
 
 @dataclasses.dataclass(frozen=True)
 class Turn:
@@ -78,12 +80,8 @@ class Conversation:
 
 
 @dataclasses.dataclass
-class ReadReport:
-    """What a reader kept and what it skipped (each skip with its file and reason)."""
+class ReadReport(ReaderResult):
+    """What a reader kept (``conversations``) and what it skipped (``skips``: each a
+    :class:`~lalm_eval.hub.builder.Skip` with its file and reason; ``n_skipped``)."""
 
     conversations: list[Conversation]
-    skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (file, reason)
-
-    @property
-    def n_skipped(self) -> int:
-        return len(self.skipped)

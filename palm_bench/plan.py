@@ -30,24 +30,12 @@ STRATUM_ORDER = {"hard": 0, "semi-hard": 1, "medium": 2, "easy": 3}
 
 
 def load_corpus_by_kind(kind: str, corpus_dir: str | None, options: dict) -> tuple[Corpus, Path | None]:
-    """The corpus and the folder holding its ``human_descriptions.yaml`` (if any)."""
-    if kind == "embedded":
-        from palm_bench.corpus.embedded import SOURCE_DIR, load_corpus, load_embedded_corpus
+    """The corpus (reader ``kind`` of :data:`palm_bench.corpus.READERS`) and the folder holding
+    its ``human_descriptions.yaml`` (if any)."""
+    from palm_bench.corpus import read_corpus
 
-        if corpus_dir:
-            return load_corpus(Path(corpus_dir) / "data", Path(corpus_dir) / "source"), Path(corpus_dir) / "source"
-        return load_embedded_corpus(), SOURCE_DIR
-    if corpus_dir is None:
-        raise ValueError(f"corpus {kind!r} needs a corpus folder (--corpus-dir)")
-    if kind == "ncssd":
-        from palm_bench.corpus.ncssd import prepare_ncssd
-
-        return prepare_ncssd(corpus_dir, **options), Path(corpus_dir)
-    if kind == "folder":
-        from palm_bench.corpus.folder import prepare_folder
-
-        return prepare_folder(corpus_dir, **options), Path(corpus_dir)
-    raise ValueError(f"unknown corpus kind {kind!r}; expected embedded, ncssd or folder")
+    corpus = read_corpus(kind, corpus_dir, options)
+    return corpus, corpus.descriptions_dir
 
 
 @dataclasses.dataclass
@@ -188,10 +176,10 @@ def make_plan(cfg: BuildConfig, corpus: str = "embedded", corpus_dir: str | None
 
     stats["caption_reference"] = apply_caption_references(audios, data, cfg.caption_reference, llm, work_dir,
                                                           cfg.seed)
-    stats["skipped_source_items"] = getattr(data, "skipped", 0)
+    stats["skipped_source_items"] = data.n_skipped
     from palm_bench.corpus_info import _relative
 
-    stats["skipped_source"] = [{"file": _relative(f, data.root), "reason": r} for f, r in getattr(data, "skips", [])]
+    stats["skipped_source"] = [{"file": _relative(f, data.root), "reason": r} for f, r in data.skips]
     stats["dropped_speakers"] = {lang: {"speakers": ids, "reason": f"language not in languages {list(cfg.languages)}"}
                                  for lang, ids in sorted(dropped.items())}
     stats["speakers_per_language"] = speaker_counts

@@ -9,7 +9,8 @@ import yaml
 from lalm_eval.audio.io import write_audio
 from lalm_eval.errors import ConfigError, DataError
 from palm_bench.corpus.embedded import INTEREST_FIELDS, PROFILE_FIELDS
-from palm_bench.corpus.folder import ReaderCorpus, prepare_folder
+from lalm_eval.hub.builder import ReaderResult, Skip
+from palm_bench.corpus.folder import prepare_folder
 from palm_bench.corpus.ncssd import load_speaker_map, prepare_ncssd
 from palm_bench.corpus.types import Corpus
 from tests.conftest import tone
@@ -58,7 +59,7 @@ def ncssd_dir(tmp_path):
 
 def test_ncssd_counts_ids_texts_and_durations(ncssd_dir):
     corpus = prepare_ncssd(ncssd_dir)
-    assert isinstance(corpus, Corpus) and isinstance(corpus, ReaderCorpus)
+    assert isinstance(corpus, Corpus) and isinstance(corpus, ReaderResult)
     assert [u.id for u in corpus.utterances] == [  # subsets in SUBSETS order, then dialogue, turn
         "ncssd_r-zh_d0_t0", "ncssd_r-zh_d0_t1", "ncssd_c-en_d0_t0", "ncssd_c-en_d0_t1",
         "ncssd_c-en_d0_t2", "ncssd_c-en_d1_t0", "ncssd_c-en_d1_t1"]
@@ -80,8 +81,8 @@ def test_ncssd_counts_ids_texts_and_durations(ncssd_dir):
 def test_ncssd_skips_are_counted_and_logged(ncssd_dir, caplog):
     with caplog.at_level(logging.WARNING, logger="palm_bench.corpus.ncssd"):
         corpus = prepare_ncssd(ncssd_dir)
-    assert corpus.skipped == 2
-    reasons = {s.file.rsplit("/", 1)[-1]: s.reason for s in corpus.skips}
+    assert corpus.n_skipped == 2 and all(isinstance(s, Skip) for s in corpus.skips)
+    reasons = {s.item.rsplit("/", 1)[-1]: s.reason for s in corpus.skips}
     assert "'text'" in reasons["2_1_d1.wav"] and "utterents" in reasons["2_1_d1.wav"]
     assert "no transcript" in reasons["3_0_d1.wav"]
     assert sum("skipped" in r.message for r in caplog.records) == 2
@@ -90,7 +91,7 @@ def test_ncssd_skips_are_counted_and_logged(ncssd_dir, caplog):
 def test_ncssd_unreadable_metadata_falls_back_to_lab_files(ncssd_dir):
     (ncssd_dir / "C-EN" / "0" / "metadata.json").write_text("{not json")
     corpus = prepare_ncssd(ncssd_dir, subsets=["C-EN"])
-    assert corpus.skipped == 4  # the metadata file, its .lab-less clip, and the two above
+    assert corpus.n_skipped == 4  # the metadata file, its .lab-less clip, and the two above
     assert "ncssd_c-en_d0_t2" not in {u.id for u in corpus.utterances}
     assert len(corpus.utterances) == 4
 
@@ -108,7 +109,7 @@ def test_ncssd_language_from_subset_name_or_argument(ncssd_dir):
 
 def test_ncssd_subsets_argument(ncssd_dir):
     corpus = prepare_ncssd(ncssd_dir, subsets=["R-ZH"])
-    assert len(corpus.utterances) == 2 and corpus.skipped == 0
+    assert len(corpus.utterances) == 2 and corpus.n_skipped == 0 and corpus.skips == []
     with pytest.raises(DataError, match="R-EN"):
         prepare_ncssd(ncssd_dir, subsets=["R-EN"])
 
@@ -221,8 +222,8 @@ def test_folder_reader(folder_dir):
     assert by_id["alice-a2"].duration == pytest.approx(0.75)
     assert by_id["bob-b1"].duration == pytest.approx(1.0, abs=0.05)
     assert all(u.voice == {} and u.audio.is_absolute() for u in corpus.utterances)
-    assert corpus.skipped == 2
-    reasons = {s.file.rsplit("/", 1)[-1]: s.reason for s in corpus.skips}
+    assert corpus.n_skipped == 2
+    reasons = {s.item.rsplit("/", 1)[-1]: s.reason for s in corpus.skips}
     assert "no transcript" in reasons["b2.wav"] and "unreadable audio" in reasons["b3.wav"]
 
 

@@ -9,6 +9,7 @@ import pytest
 import soundfile as sf
 
 from lalm_eval.errors import ConfigError, DataError
+from lalm_eval.hub.builder import Skip
 from msu_bench.corpora import (parse_clock, prepare_alimeeting, prepare_chime6, prepare_magicdata,
                                prepare_rttm)
 
@@ -68,7 +69,7 @@ def test_alimeeting_far_reads_tiers_genders_and_counts_overlap(alimeeting):
     assert [t.id for t in conv.turns] == [f"alimeeting-R0015_M0151-t000{i}" for i in (1, 2, 3)]
     assert {s: i.gender for s, i in conv.speakers.items()} == {"SPK1954": "male", "SPK1953": "female"}
     assert conv.meta == {"split": "train", "mic": "far", "session": "R0015_M0151"}
-    (skip,) = report.skipped
+    (skip,) = report.skips
     assert skip[0].endswith("R0015_M0151.TextGrid") and "overlaps" in skip[1] and "1.000-1.500" in skip[1]
 
 
@@ -76,8 +77,8 @@ def test_alimeeting_eval_nested_folder_and_unreadable_textgrid(alimeeting):
     report = prepare_alimeeting(alimeeting, split="eval")
     assert [c.id for c in report.conversations] == ["alimeeting-R8001_M8004"]
     assert report.conversations[0].speakers["SPK8002"].gender == "male"
-    assert report.n_skipped == 1 and report.skipped[0][0].endswith("R8002_M8005.TextGrid")
-    assert "unreadable TextGrid" in report.skipped[0][1]
+    assert report.n_skipped == 1 and report.skips[0][0].endswith("R8002_M8005.TextGrid")
+    assert "unreadable TextGrid" in report.skips[0][1]
     assert len(prepare_alimeeting(alimeeting).conversations) == 2  # every split found
 
 
@@ -139,8 +140,8 @@ def test_chime6_dev_session_times_tags_and_skips(chime6):
         ("P05", 0.5, 1.2, "Hello there."), ("P06", 1.0, 2.0, "Hi how are you"), ("P05", 3723.5, 3724.0, "late")]
     assert set(conv.speakers) == {"P05", "P06"} and conv.speakers["P05"].gender is None
     assert conv.audio.name == "S02_U02.CH1.wav"  # the most frequent reference array
-    assert report.n_skipped == 2 and all("start" in r and ">= end" in r for _, r in report.skipped)
-    assert all(f.endswith("S02.json") for f, _ in report.skipped)
+    assert report.n_skipped == 2 and all("start" in r and ">= end" in r for _, r in report.skips)
+    assert all(f.endswith("S02.json") for f, _ in report.skips)
 
 
 def test_chime6_close_talk_and_chime5_times(chime6):
@@ -158,7 +159,8 @@ def test_chime6_missing_audio_uses_last_turn_end(chime6):
     report = prepare_chime6(chime6, split="train", mic="array")
     (conv,) = report.conversations
     assert conv.audio is None and conv.duration == 2.0
-    assert report.skipped == [(str(chime6 / "transcriptions/train/S03.json"), "audio missing")]
+    assert report.skips == [Skip(str(chime6 / "transcriptions/train/S03.json"), "audio missing")]
+    assert isinstance(report.skips[0], Skip) and report.n_skipped == 1
 
 
 # --- MagicData --------------------------------------------------------------------------------
@@ -185,7 +187,7 @@ def test_magicdata_reads_turns_and_drops_noise_marks(tmp_path):
     assert conv.speakers["G00000140"].gender == "female" and conv.speakers["G00000141"].gender == "male"
     assert conv.speakers["G00000140"].region == "Sichuan" and conv.speakers["G00000141"].accent == "普通话"
     assert conv.duration == pytest.approx(2.5)
-    assert [f.rsplit(":", 1)[1] for f, _ in report.skipped] == ["6", "7"]  # noise lines not counted
+    assert [f.rsplit(":", 1)[1] for f, _ in report.skips] == ["6", "7"]  # noise lines not counted
 
 
 # --- RTTM -------------------------------------------------------------------------------------
@@ -218,7 +220,7 @@ def test_rttm_matches_transcript_turns_by_speaker_and_overlap(tmp_path):
     assert clip.source == "film" and clip.duration == pytest.approx(4.0) and clip.meta["untranscribed"] == 1
     assert [t.text for t in film2.turns] == ["", "longest overlap wins"] and film2.audio is None
     assert report.n_untranscribed == 2  # clip's bob 3.7-3.9 and film2's first A segment
-    reasons = sorted(r for _, r in report.skipped)
+    reasons = sorted(r for _, r in report.skips)
     assert len(reasons) == 3 and reasons[0] == "audio missing"
     assert "bad SPEAKER line" in reasons[1] and "overlaps no RTTM segment" in reasons[2]
 
@@ -246,7 +248,7 @@ def test_rttm_transcript_labels_that_match_no_rttm_label_skip_the_recording_with
     write_rttm_call(tmp_path / "calls", name="ok")
     report = prepare_rttm(tmp_path / "calls", language="en")
     assert [c.id for c in report.conversations] == ["rttm-ok"]
-    (skip,) = report.skipped
+    (skip,) = report.skips
     assert skip[0].endswith("call.rttm")
     assert "transcript ['Alice', 'Bob'] vs RTTM ['A', 'B']" in skip[1] and "speaker_map" in skip[1]
     (tmp_path / "calls" / "ok.rttm").unlink()
@@ -263,7 +265,7 @@ def test_rttm_speaker_map_maps_transcript_labels(tmp_path, how):
     report = prepare_rttm(calls, language="en", speaker_map=str(tmp_path / "map.yaml") if how == "file" else how)
     (conv,) = report.conversations
     assert [(t.speaker, t.text) for t in conv.turns] == [(spk, text) for spk, _, _, text in CALL_TURNS]
-    assert report.skipped == [] and report.n_untranscribed == 0
+    assert report.skips == [] and report.n_untranscribed == 0
     assert conv.meta["speaker_map"] == {"Alice": "A", "Bob": "B"}
 
 
@@ -274,7 +276,7 @@ def test_rttm_partial_label_mismatch_is_a_counted_skip_naming_the_label(tmp_path
     report = prepare_rttm(calls, language="en")
     n_b = sum(spk == "B" for spk, *_ in CALL_TURNS)
     assert report.n_skipped == n_b and report.n_untranscribed == n_b
-    assert all("speaker 'Bob' is not an RTTM label (A, B; see speaker_map)" in r for _, r in report.skipped)
+    assert all("speaker 'Bob' is not an RTTM label (A, B; see speaker_map)" in r for _, r in report.skips)
 
 
 def test_rttm_language_and_speaker_map_errors(tmp_path):

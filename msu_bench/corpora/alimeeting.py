@@ -38,6 +38,7 @@ from praatio.utilities.errors import PraatioException
 from praatio.utilities.textgrid_io import parseTextgridStr
 
 from lalm_eval.errors import DataError
+from lalm_eval.hub.builder import Skip
 from msu_bench.corpora import (check_option, make_conversation, normalize_gender, require_dir,
                                require_some)
 from msu_bench.types import ReadReport, SpeakerInfo
@@ -68,7 +69,7 @@ def prepare_alimeeting(corpus_dir, split: str | None = None, mic: str = "far",
                 conversations.append(conv)
     require_some(conversations, root, "AliMeeting",
                  f"{{Train,Eval,Test}}_Ali_{mic}/textgrid_dir/*.TextGrid")
-    return ReadReport(conversations, skipped)
+    return ReadReport(conversations, skips=skipped)
 
 
 def read_textgrid(path) -> list[tuple[str, list[tuple[float, float, str]]]]:
@@ -108,7 +109,7 @@ def _near_sessions(grids: list[Path], skipped: list) -> dict[str, list]:
     for grid in grids:
         match = NEAR_STEM.match(grid.stem)
         if match is None:
-            skipped.append((str(grid), "near file name has no _<F|M>_SPK<id> speaker part"))
+            skipped.append(Skip(str(grid), "near file name has no _<F|M>_SPK<id> speaker part"))
             continue
         sessions[match["session"]].append((grid, match["speaker"], match["gender"]))
     return dict(sessions)
@@ -121,7 +122,7 @@ def _read_session(session: str, files, audio_dir: Path, part: str, mic: str, lan
         try:
             tiers = read_textgrid(grid)
         except PARSE_ERRORS as exc:
-            skipped.append((str(grid), f"unreadable TextGrid ({type(exc).__name__}: {exc})"))
+            skipped.append(Skip(str(grid), f"unreadable TextGrid ({type(exc).__name__}: {exc})"))
             continue
         readable += 1
         if file_speaker is not None and (audio_dir / f"{grid.stem}.wav").is_file():
@@ -153,9 +154,9 @@ def _clean_tier(grid: Path, name: str, intervals, skipped: list) -> list[tuple[f
     kept, last_end = [], float("-inf")
     for start, end, mark in sorted(intervals):
         if end <= start:
-            skipped.append((str(grid), f"tier {name!r}: interval {start:.3f}-{end:.3f} has start >= end"))
+            skipped.append(Skip(str(grid), f"tier {name!r}: interval {start:.3f}-{end:.3f} has start >= end"))
         elif start < last_end:
-            skipped.append((str(grid), f"tier {name!r}: interval {start:.3f}-{end:.3f} overlaps "
+            skipped.append(Skip(str(grid), f"tier {name!r}: interval {start:.3f}-{end:.3f} overlaps "
                                        f"the previous interval (ends {last_end:.3f})"))
         else:
             kept.append((start, end, mark))

@@ -30,6 +30,7 @@ from collections import Counter
 from pathlib import Path
 
 from lalm_eval.errors import DataError
+from lalm_eval.hub.builder import Skip
 from msu_bench.corpora import check_option, make_conversation, require_dir, require_some, strip_tags
 from msu_bench.types import ReadReport, SpeakerInfo
 
@@ -74,7 +75,7 @@ def prepare_chime6(corpus_dir, split: str | None = None, mic: str = "close",
             if conv is not None:
                 conversations.append(conv)
     require_some(conversations, root, "CHiME-6", "transcriptions/{train,dev,eval}/S*.json")
-    return ReadReport(conversations, skipped)
+    return ReadReport(conversations, skips=skipped)
 
 
 def _read_session(path: Path, audio_dir: Path, part: str, mic: str, language: str, skipped: list):
@@ -84,7 +85,7 @@ def _read_session(path: Path, audio_dir: Path, part: str, mic: str, language: st
         if not isinstance(segments, list):
             raise ValueError("expected a list of segments")
     except (OSError, UnicodeError, ValueError) as exc:
-        skipped.append((str(path), f"unreadable transcription ({exc})"))
+        skipped.append(Skip(str(path), f"unreadable transcription ({exc})"))
         return None
     turns, refs = [], Counter()
     for i, seg in enumerate(segments):
@@ -93,10 +94,10 @@ def _read_session(path: Path, audio_dir: Path, part: str, mic: str, language: st
             start, end = parse_clock(seg["start_time"]), parse_clock(seg["end_time"])
             words = seg.get("words", "")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            skipped.append((str(path), f"segment {i}: unreadable ({type(exc).__name__}: {exc})"))
+            skipped.append(Skip(str(path), f"segment {i}: unreadable ({type(exc).__name__}: {exc})"))
             continue
         if start >= end:
-            skipped.append((str(path), f"segment {i}: start {start:.2f} >= end {end:.2f}"))
+            skipped.append(Skip(str(path), f"segment {i}: start {start:.2f} >= end {end:.2f}"))
             continue
         text = strip_tags(str(words or ""))
         if text:

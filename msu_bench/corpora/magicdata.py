@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from lalm_eval.hub.builder import Skip
 from msu_bench.corpora import make_conversation, normalize_gender, require_dir, require_some, strip_tags
 from msu_bench.types import ReadReport, SpeakerInfo
 
@@ -43,14 +44,14 @@ def prepare_magicdata(corpus_dir, language: str = "zh") -> ReadReport:
             if conv is not None:
                 conversations.append(conv)
     require_some(conversations, root, "MagicData", "TXT/<conversation>.txt + WAV/<conversation>.wav")
-    return ReadReport(conversations, skipped)
+    return ReadReport(conversations, skips=skipped)
 
 
 def _read_conversation(path: Path, wav_dir: Path, info: dict, language: str, skipped: list):
     try:
         lines = path.read_text(encoding="utf-8-sig").splitlines()
     except (OSError, UnicodeError) as exc:
-        skipped.append((str(path), f"unreadable transcript ({exc})"))
+        skipped.append(Skip(str(path), f"unreadable transcript ({exc})"))
         return None
     turns, speakers = [], {}
     for number, line in enumerate(lines, 1):
@@ -59,14 +60,14 @@ def _read_conversation(path: Path, wav_dir: Path, info: dict, language: str, ski
         fields = [f.strip() for f in line.split("\t")]
         span = SPAN.match(fields[0])
         if span is None or len(fields) < 3 or not fields[1]:
-            skipped.append((f"{path}:{number}", "expected [start,end]<TAB>speaker<TAB>field<TAB>text"))
+            skipped.append(Skip(f"{path}:{number}", "expected [start,end]<TAB>speaker<TAB>field<TAB>text"))
             continue
         start, end = float(span[1]), float(span[2])
         text = strip_tags(" ".join(fields[3:]))
         if not text:
             continue  # a noise mark such as [*]
         if start >= end:
-            skipped.append((f"{path}:{number}", f"start {start:.3f} >= end {end:.3f}"))
+            skipped.append(Skip(f"{path}:{number}", f"start {start:.3f} >= end {end:.3f}"))
             continue
         speaker = fields[1]
         turns.append((speaker, start, end, text))
@@ -92,7 +93,7 @@ def _read_spkinfo(path: Path, skipped: list) -> dict[str, dict]:
     try:
         rows = [line.split("\t") for line in path.read_text(encoding="utf-8-sig").splitlines()]
     except (OSError, UnicodeError) as exc:
-        skipped.append((str(path), f"unreadable speaker info ({exc})"))
+        skipped.append(Skip(str(path), f"unreadable speaker info ({exc})"))
         return {}
     info = {}
     for row in rows[1:]:  # header line first

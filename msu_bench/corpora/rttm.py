@@ -43,6 +43,7 @@ from pathlib import Path
 import yaml
 
 from lalm_eval.errors import ConfigError, DataError
+from lalm_eval.hub.builder import Skip
 from msu_bench.corpora import make_conversation, require_dir, require_some
 from msu_bench.types import ReadReport
 
@@ -72,11 +73,11 @@ def prepare_rttm(corpus_dir, language: str | None = None, source: str = "rttm",
         raise ConfigError(f"the rttm reader needs the recordings' language, one of {', '.join(LANGUAGES)} "
                           f"(got {language!r}): --corpus-option language=en")
     fixed = _load_speaker_map(speaker_map, root) if speaker_map not in (None, "overlap") else None
-    report = RttmReport([], [])
+    report = RttmReport([])
     for rttm in sorted(root.rglob("*.rttm")):
         name = rttm.relative_to(root).with_suffix("").as_posix().replace("/", "-")
-        segments = _read_rttm(rttm, report.skipped)
-        transcript = _read_transcript(rttm, report.skipped)
+        segments = _read_rttm(rttm, report.skips)
+        transcript = _read_transcript(rttm, report.skips)
         mapping = _overlap_map(segments, transcript) if speaker_map == "overlap" else fixed
         if mapping:
             transcript = [(mapping.get(spk, spk), *rest) for spk, *rest in transcript]
@@ -84,10 +85,10 @@ def prepare_rttm(corpus_dir, language: str | None = None, source: str = "rttm",
             report.speaker_maps[str(rttm)] = used
         mismatch = _label_mismatch(rttm, segments, transcript)
         if mismatch:
-            report.skipped.append((str(rttm), mismatch))
+            report.skips.append(Skip(str(rttm), mismatch))
             log.warning("skipped %s: %s", rttm, mismatch)
             continue
-        texts = _assign(segments, transcript, report.skipped, language)
+        texts = _assign(segments, transcript, report.skips, language)
         turns, missing = [], 0
         for i, (speaker, start, end) in enumerate(segments):
             turns.append((speaker, start, end, texts.get(i, "")))
@@ -99,11 +100,11 @@ def prepare_rttm(corpus_dir, language: str | None = None, source: str = "rttm",
         meta = {"untranscribed": missing, **({"speaker_map": report.speaker_maps[str(rttm)]} if mapping else {})}
         conv = make_conversation(f"{source}-{name}", source=source, language=language,
                                  annotation=rttm, audio=audio, turns=turns, speakers={},
-                                 skipped=report.skipped, meta=meta)
+                                 skipped=report.skips, meta=meta)
         if conv is not None:
             report.conversations.append(conv)
     require_some(report.conversations, root, "RTTM", "<name>.rttm + <name>.wav + <name>.json|.csv",
-                 skipped=report.skipped)
+                 skipped=report.skips)
     return report
 
 
@@ -155,7 +156,7 @@ def _read_rttm(path: Path, skipped: list) -> list[tuple[str, float, float]]:
     try:
         lines = path.read_text(encoding="utf-8-sig").splitlines()
     except (OSError, UnicodeError) as exc:
-        skipped.append((str(path), f"unreadable RTTM ({exc})"))
+        skipped.append(Skip(str(path), f"unreadable RTTM ({exc})"))
         return []
     segments = []
     for number, line in enumerate(lines, 1):
@@ -169,7 +170,7 @@ def _read_rttm(path: Path, skipped: list) -> list[tuple[str, float, float]]:
             if duration <= 0:
                 raise ValueError(f"duration {duration} <= 0")
         except ValueError as exc:
-            skipped.append((f"{path}:{number}", f"bad SPEAKER line ({exc})"))
+            skipped.append(Skip(f"{path}:{number}", f"bad SPEAKER line ({exc})"))
             continue
         segments.append((fields[7], start, start + duration))
     return sorted(segments, key=lambda s: (s[1], s[2], s[0]))
@@ -188,7 +189,7 @@ def _read_transcript(rttm: Path, skipped: list) -> list[tuple[str, float, float,
                 reader = csv.DictReader(handle)
                 rows = [(f"{path}:{reader.line_num}", r) for r in reader]
     except (OSError, UnicodeError, ValueError, TypeError, csv.Error) as exc:
-        skipped.append((str(path), f"unreadable transcript ({exc})"))
+        skipped.append(Skip(str(path), f"unreadable transcript ({exc})"))
         return []
     turns = []
     for where, row in rows:
@@ -196,7 +197,7 @@ def _read_transcript(rttm: Path, skipped: list) -> list[tuple[str, float, float,
             turn = (str(row["speaker"]).strip(), float(row["start"]), float(row["end"]),
                     str(row.get("text") or "").strip(), where)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            skipped.append((where, f"bad transcript row ({type(exc).__name__}: {exc})"))
+            skipped.append(Skip(where, f"bad transcript row ({type(exc).__name__}: {exc})"))
             continue
         if turn[3]:
             turns.append(turn)
@@ -216,7 +217,7 @@ def _assign(segments, transcript, skipped: list, language: str) -> dict[int, str
             labels = sorted({s[0] for s in segments})
             why = (f"speaker {speaker!r} is not an RTTM label ({', '.join(labels)}; see speaker_map)"
                    if speaker not in labels else "overlaps no RTTM segment of its speaker")
-            skipped.append((where, f"transcript turn {start:.3f}-{end:.3f} {text[:30]!r} {why}"))
+            skipped.append(Skip(where, f"transcript turn {start:.3f}-{end:.3f} {text[:30]!r} {why}"))
             continue
         matched.setdefault(best, []).append(text)
     glue = "" if language == "zh" else " "

@@ -92,10 +92,19 @@ def load_corpus(data_dir: Path = DATA_DIR, source_dir: Path = SOURCE_DIR) -> Cor
     utterances = read_manifest(Path(data_dir) / "manifest.jsonl", speakers)
     info_path = Path(data_dir) / "render_info.json"
     info = json.loads(info_path.read_text(encoding="utf-8")) if info_path.is_file() else {}
-    return Corpus(speakers=speakers, utterances=utterances, root=Path(data_dir), render_info=info)
+    return Corpus(speakers=speakers, utterances=utterances, root=Path(data_dir), render_info=info,
+                  descriptions_dir=Path(source_dir))
 
 
 @lru_cache(maxsize=1)
 def load_embedded_corpus() -> Corpus:
     """The corpus shipped with the package (cached per process)."""
     return load_corpus(DATA_DIR, SOURCE_DIR)
+
+
+def read_embedded(corpus_dir=None) -> Corpus:
+    """The ``embedded`` reader: the packaged corpus, or a corpus rendered in its layout at
+    ``corpus_dir`` (``data/`` + ``source/``)."""
+    if corpus_dir:
+        return load_corpus(Path(corpus_dir) / "data", Path(corpus_dir) / "source")
+    return load_embedded_corpus()

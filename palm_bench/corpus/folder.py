@@ -20,23 +20,23 @@ absolute path. Durations and sampling rates are read from the file header (``sou
 
 Skip policy (shared with :mod:`palm_bench.corpus.ncssd`): a clip without a transcript, with an
 empty or unreadable transcript, or with unreadable audio is skipped; each skip is logged (module
-logger, WARNING) and recorded on the returned :class:`ReaderCorpus` (``skips``, ``skipped``).
+logger, WARNING) and recorded on the returned :class:`Corpus` (``skips``: item and reason each;
+``n_skipped``).
 A missing folder, a malformed ``speakers.yaml`` or a corpus with no usable clip is a
 :class:`~lalm_eval.errors.DataError`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import re
 from pathlib import Path
-from typing import NamedTuple
 
 import soundfile as sf
 import yaml
 
 from lalm_eval.errors import ConfigError, DataError
+from lalm_eval.hub.builder import Skip, SkipLog, require_corpus_dir
 from palm_bench.corpus.embedded import INTEREST_FIELDS, PROFILE_FIELDS, ROLES, _require
 from palm_bench.corpus.types import Corpus, Speaker, Utterance
 
@@ -49,36 +49,12 @@ SPEAKER_FIELDS = ("name", "name_latin", "gender", "role", "language", "persona",
 
 # ---- shared by the real-corpus readers -------------------------------------------------------
 
-class Skip(NamedTuple):
-    file: str
-    reason: str
-
-
-@dataclasses.dataclass
-class ReaderCorpus(Corpus):
-    """A :class:`Corpus` read from a real corpus, plus what was skipped on the way."""
-
-    skips: list[Skip] = dataclasses.field(default_factory=list)
-
-    @property
-    def skipped(self) -> int:
-        return len(self.skips)
+__all__ = ["Skip", "SkipLog", "SkipItem", "build_corpus", "make_utterance", "natural_key", "prepare_folder",
+           "probe_audio", "read_transcript"]
 
 
 class SkipItem(Exception):
     """Raised by the helpers below: this clip is unusable, for the reason given."""
-
-
-class SkipLog:
-    """Collects skipped items; each one is logged with its file and reason."""
-
-    def __init__(self, log: logging.Logger = logger):
-        self.items: list[Skip] = []
-        self._log = log
-
-    def add(self, file, reason: str) -> None:
-        self.items.append(Skip(str(file), reason))
-        self._log.warning("skipped %s: %s", file, reason)
 
 
 def natural_key(path: Path) -> list:
@@ -119,10 +95,11 @@ def make_utterance(uid: str, spec: dict, text: str, audio: Path, probe: tuple[fl
 
 
 def build_corpus(root: Path, specs: dict[str, dict], utterances: list[Utterance],
-                 skips: SkipLog) -> ReaderCorpus:
-    """Speakers (those with at least one utterance, texts in order) + utterances + skips."""
+                 skips: SkipLog) -> Corpus:
+    """Speakers (those with at least one utterance, texts in order) + utterances + skips; the
+    corpus folder is where its ``human_descriptions.yaml`` is looked for."""
     if not utterances:
-        first = "; ".join(f"{s.file}: {s.reason}" for s in skips.items[:3])
+        first = "; ".join(f"{s.item}: {s.reason}" for s in skips.items[:3])
         raise DataError(root, f"no usable utterances ({len(skips.items)} skipped"
                               + (f", e.g. {first})" if first else ")"))
     texts: dict[str, list[str]] = {}
@@ -131,7 +108,8 @@ def build_corpus(root: Path, specs: dict[str, dict], utterances: list[Utterance]
     speakers = {sid: Speaker(**specs[sid], texts=tuple(t)) for sid, t in texts.items()}
     logger.info("%s: %d utterances of %d speakers, %d skipped",
                 root, len(utterances), len(speakers), len(skips.items))
-    return ReaderCorpus(speakers=speakers, utterances=utterances, root=root, skips=list(skips.items))
+    return Corpus(speakers=speakers, utterances=utterances, root=root, descriptions_dir=root,
+                  skips=list(skips.items))
 
 
 # ---- the generic folder reader ---------------------------------------------------------------
@@ -185,20 +163,20 @@ def _read_speaker(folder: Path, spec: dict, skips: SkipLog) -> list[Utterance]:
 
 
 def prepare_folder(corpus_dir, language: str | None = None, role: str = "subject",
-                   speakers_file: str = "speakers.yaml") -> ReaderCorpus:
-    """Read a speaker-per-folder corpus (see the module docstring) into a :class:`ReaderCorpus`.
+                   speakers_file: str = "speakers.yaml") -> Corpus:
+    """Read a speaker-per-folder corpus (see the module docstring) into a :class:`Corpus`.
 
     ``language`` and ``role`` apply to every speaker that ``speakers_file`` does not override;
     without ``language`` every speaker needs a ``language`` in ``speakers_file`` (else a
     :class:`DataError` names the speakers and both ways to give it).
     """
-    root = Path(corpus_dir).resolve()
+    root = Path(require_corpus_dir("folder", corpus_dir)).resolve()
     if not root.is_dir():
         raise DataError(root, "corpus folder not found")
     if role not in ROLES:
         raise ConfigError(f"role must be one of {ROLES}, got {role!r}")
     info = load_speaker_info(root / speakers_file)
-    skips = SkipLog()
+    skips = SkipLog(logger)
     for stray in sorted(p for p in root.iterdir() if p.suffix.lower() in AUDIO_SUFFIXES):
         skips.add(stray, "audio outside a speaker folder")
     specs, utterances = {}, []

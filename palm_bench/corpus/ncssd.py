@@ -24,7 +24,7 @@ numbers restart in each subset). Gender is ``"unknown"`` unless mapped; profiles
 ``*-EN`` -> en). Dialogue and turn numbers come from the file names. Utterance ids:
 ``ncssd_{subset}_d{dialog}_t{turn}``; ``voice`` is ``{}``.
 
-Skips (logged, counted on the returned :class:`ReaderCorpus`): a wav with neither a ``.lab`` nor
+Skips (logged, listed in the returned :class:`~palm_bench.corpus.types.Corpus`'s ``skips``): a wav with neither a ``.lab`` nor
 a metadata entry, a metadata entry missing ``index``/``speaker``/``text`` (its clip is dropped
 too), an entry with no wav, a speaker disagreeing with the file name, unreadable audio, an
 unreadable ``metadata.json`` (one skip; its dialogue then falls back to the ``.lab`` files).
@@ -40,8 +40,10 @@ from pathlib import Path
 import yaml
 
 from lalm_eval.errors import ConfigError, DataError
-from palm_bench.corpus.folder import (ReaderCorpus, SkipItem, SkipLog, build_corpus, make_utterance,
-                                      natural_key, probe_audio, read_transcript)
+from lalm_eval.hub.builder import require_corpus_dir
+from palm_bench.corpus.folder import (SkipItem, SkipLog, build_corpus, make_utterance, natural_key, probe_audio,
+                                      read_transcript)
+from palm_bench.corpus.types import Corpus
 
 logger = logging.getLogger(__name__)
 
@@ -52,9 +54,9 @@ MAP_FIELDS = ("id", "name", "gender")
 MAP_KEY = re.compile(r"(?:([^/]+)/)?(\d+)/(\d+)")
 
 
-def prepare_ncssd(corpus_dir, subsets=None, speaker_map=None, language: str | None = None) -> ReaderCorpus:
-    """Read NCSSD subsets (all found when ``subsets`` is None) into a :class:`ReaderCorpus`."""
-    root = Path(corpus_dir).resolve()
+def prepare_ncssd(corpus_dir, subsets=None, speaker_map=None, language: str | None = None) -> Corpus:
+    """Read NCSSD subsets (all found when ``subsets`` is None) into a :class:`Corpus`."""
+    root = Path(require_corpus_dir("ncssd", corpus_dir)).resolve()
     if not root.is_dir():
         raise DataError(root, "NCSSD folder not found")
     mapping = load_speaker_map(speaker_map) if speaker_map is not None else {}

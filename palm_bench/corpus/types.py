@@ -1,7 +1,9 @@
 """The in-memory corpus: speakers, utterances and the :class:`Corpus` that holds them.
 
-Every corpus reader (embedded, NCSSD, a generic folder) returns a :class:`Corpus`, so the builder
-never cares where the speech came from.
+Every corpus reader (embedded, NCSSD, a generic folder; registered in
+:data:`palm_bench.corpus.READERS`) returns a :class:`Corpus`, so the builder never cares where the
+speech came from. A :class:`Corpus` is a :class:`~lalm_eval.hub.builder.ReaderResult`: it carries
+the items its reader skipped (``skips``, each a :class:`~lalm_eval.hub.builder.Skip`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import numpy as np
 
 from lalm_eval.audio.io import TARGET_SR, read_audio
 from lalm_eval.errors import UnknownNameError
+from lalm_eval.hub.builder import ReaderResult
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,11 +47,13 @@ class Utterance:
 
 
 @dataclasses.dataclass
-class Corpus:
+class Corpus(ReaderResult):
     speakers: dict[str, Speaker]
     utterances: list[Utterance]
     root: Path
     render_info: dict = dataclasses.field(default_factory=dict)
+    #: the folder holding the corpus's ``human_descriptions.yaml`` (if any)
+    descriptions_dir: Path | None = None
 
     def subjects(self, language: str | None = None) -> list[Speaker]:
         return [s for s in self.speakers.values()
