@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from importlib.metadata import entry_points
 from collections.abc import Callable
+from importlib.metadata import entry_points
 from typing import Any
 
 from lalm_eval.errors import ConfigError, UnknownNameError

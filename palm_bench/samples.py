@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import yaml
 
+from lalm_eval.errors import ConfigError
+from lalm_eval.seeding import rng_for
 from palm_bench.config import STRATA, BuildConfig
 from palm_bench.corpus.types import Corpus, Utterance
 from palm_bench.negatives import NegativePool
 from palm_bench.slots import Slot, reasoning_slots, recognition_captioning_slots
-from lalm_eval.errors import ConfigError
-from lalm_eval.seeding import rng_for
 from palm_bench.templates import TEMPLATE_DIR, Template, load_templates, placeholders_in, render
 
 
@@ -55,12 +55,12 @@ class AudioPlan:
         return [c.speaker for c in self.clips]
 
 
-@lru_cache(maxsize=None)
+@cache
 def answer_data() -> dict:
     return yaml.safe_load((TEMPLATE_DIR / "answers.yaml").read_text(encoding="utf-8"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def reasoning_evidence() -> dict:
     return yaml.safe_load((TEMPLATE_DIR / "reasoning_evidence.yaml").read_text(encoding="utf-8"))
 

@@ -17,8 +17,16 @@ from sacrebleu.metrics.bleu import BLEU
 from lalm_eval.errors import ConfigError
 from lalm_eval.metrics import bertscore as bs
 from lalm_eval.metrics import bootstrap as boot
-from lalm_eval.metrics.bleu import (BleuStats, bleu_signature, bleu_stats, corpus_bleu, corpus_bleu_from_stats,
-                                    corpus_bleu_statistic, sentence_bleu, tokenizer_for)
+from lalm_eval.metrics.bleu import (
+    BleuStats,
+    bleu_signature,
+    bleu_stats,
+    corpus_bleu,
+    corpus_bleu_from_stats,
+    corpus_bleu_statistic,
+    sentence_bleu,
+    tokenizer_for,
+)
 from lalm_eval.metrics.hf_evaluate import MODULES, module_path
 from lalm_eval.metrics.text import token_f1
 

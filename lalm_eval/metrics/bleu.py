@@ -20,9 +20,10 @@ An empty prediction scores 0.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from functools import lru_cache
-from typing import TYPE_CHECKING, Callable, Sequence
+from functools import cache
+from typing import TYPE_CHECKING
 
 import sacrebleu
 from sacrebleu.metrics.bleu import BLEU
@@ -85,7 +86,7 @@ def tokenizer_for(text: str, language: str | None) -> str:
     return "zh" if pieces and cjk * 2 > len(pieces) else "13a"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _bleu(tokenize: str) -> BLEU:
     """One sentence-level scorer per tokenizer (building the zh tokenizer is not free)."""
     return BLEU(tokenize=tokenize, effective_order=True)

@@ -99,7 +99,7 @@ class Metric(abc.ABC):
         self.name, self.options, self.context = name, dict(options), context
         self.check_options()
 
-    def check_options(self) -> None:
+    def check_options(self) -> None:  # noqa: B027 - an optional hook: most metrics have nothing to check
         """Check the option values (raise :class:`ConfigError`); runs when the task loads."""
 
     @classmethod
@@ -179,10 +179,15 @@ def summarize(result: MetricResult, seed_parts: tuple, aggregation: Any = "mean"
         value = float(data.mean()) if vals else None
     elif aggregation in CORPUS_AGGREGATIONS:
         value, statistic = result.summary, result.statistic
-    else:
-        fn = ITEM_AGGREGATIONS.get(aggregation, aggregation)
-        value = float(fn(vals if callable(aggregation) else data)) if vals else None
-        statistic = (lambda idx: float(fn(data[idx].tolist() if callable(aggregation) else data[idx])))
+    else:  # median, or a !function (given the scored values as a list)
+        user = callable(aggregation)
+        fn = aggregation if user else ITEM_AGGREGATIONS[aggregation]
+
+        def statistic(idx) -> float:
+            picked = data[idx]
+            return float(fn(picked.tolist() if user else picked))
+
+        value = statistic(np.arange(len(vals))) if vals else None
     stderr = float(np.std(data, ddof=1) / np.sqrt(len(vals))) if aggregation == "mean" and len(vals) > 1 else None
     ci = bootstrap_ci(vals, seed=stable_int(*map(str, seed_parts)), statistic=statistic) if len(vals) > 1 \
         else None

@@ -74,7 +74,7 @@ class TaskConfig:
     doc_to_subjects: str | FunctionRef | None = None
 
     @classmethod
-    def from_dict(cls, data: dict, file: str | Path = "<dict>") -> "TaskConfig":
+    def from_dict(cls, data: dict, file: str | Path = "<dict>") -> TaskConfig:
         """Build and validate; an unknown, missing or mistyped key is a ConfigError naming ``file``."""
         check_known_keys(cls, data, file, "task")
         if "task" not in data:
@@ -84,7 +84,7 @@ class TaskConfig:
         return config
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> "TaskConfig":
+    def from_yaml(cls, path: str | Path) -> TaskConfig:
         return cls.from_dict(load_yaml(Path(path)), Path(path).resolve())
 
     @property
@@ -109,7 +109,7 @@ class GroupConfig:
     metadata: dict | None = None
 
     @classmethod
-    def from_dict(cls, data: dict, file: str | Path = "<dict>") -> "GroupConfig":
+    def from_dict(cls, data: dict, file: str | Path = "<dict>") -> GroupConfig:
         check_known_keys(cls, data, file, "group")
         for key in ("group", "task"):
             if key not in data:
@@ -122,7 +122,7 @@ class GroupConfig:
         return config
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> "GroupConfig":
+    def from_yaml(cls, path: str | Path) -> GroupConfig:
         return cls.from_dict(load_yaml(Path(path)), Path(path).resolve())
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from lalm_eval.errors import ConfigError, UnknownNameError
 from lalm_eval.resources import tasks_dir

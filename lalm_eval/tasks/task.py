@@ -10,8 +10,9 @@ import functools
 import hashlib
 import inspect
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import jinja2
 
@@ -28,7 +29,7 @@ class Task:
         self._templates: dict[str, jinja2.Template] = {}
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> "Task":
+    def from_yaml(cls, path: str | Path) -> Task:
         path = Path(path).resolve()
         return cls(TaskConfig.from_dict(load_yaml(path), path), path)
 
