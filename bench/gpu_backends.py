@@ -68,8 +68,12 @@ def build_model(out: Path) -> Path:
     if (out / "model.safetensors.index.json").is_file():
         return out
     import torch
-    from transformers import (Qwen2AudioConfig, Qwen2AudioForConditionalGeneration, Qwen2AudioProcessor,
-                              WhisperFeatureExtractor)
+    from transformers import (
+        Qwen2AudioConfig,
+        Qwen2AudioForConditionalGeneration,
+        Qwen2AudioProcessor,
+        WhisperFeatureExtractor,
+    )
 
     from lalm_eval.models.tiny import QWEN2_AUDIO_TEMPLATE
 

@@ -67,7 +67,7 @@ class Response:
     meta: dict = dataclasses.field(default_factory=dict)  # see the module docstring
 
     @classmethod
-    def failed(cls, kind: str, error: str, **meta) -> "Response":
+    def failed(cls, kind: str, error: str, **meta) -> Response:
         """A failed response of one of :data:`FAILURE_KINDS` (never scored, never cached)."""
         if kind not in FAILURE_KINDS:
             raise ValueError(f"unknown failure kind {kind!r}; one of {FAILURE_KINDS}")

@@ -19,7 +19,7 @@ import dataclasses
 import hashlib
 import json
 import time
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 

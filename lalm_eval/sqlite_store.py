@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from lalm_eval.errors import LalmEvalError
 

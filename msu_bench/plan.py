@@ -31,7 +31,7 @@ class MsuConfig:
     audio_format: str = "flac"
 
     @classmethod
-    def from_dict(cls, data: dict, where: str = "msu config") -> "MsuConfig":
+    def from_dict(cls, data: dict, where: str = "msu config") -> MsuConfig:
         check_keys(cls, data, where)
         data = {**data, **({"languages": tuple(data["languages"])} if "languages" in data else {})}
         cfg = cls(**data)

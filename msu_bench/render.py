@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +29,7 @@ DEFAULT_INNER_PAUSE = 0.8
 LONG_PAUSE = 1.5  # seconds: what counts as a long pause in annotations and questions
 
 
-@lru_cache(maxsize=None)
+@cache
 def _yaml(name: str) -> dict:
     return yaml.safe_load((CONVERSATIONS_DIR / name).read_text(encoding="utf-8"))
 

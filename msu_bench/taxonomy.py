@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping
 
 import yaml
 
@@ -97,7 +97,7 @@ def load_taxonomy(path: Path | str | None = None) -> Taxonomy:
     return _load(Path(path).resolve() if path is not None else TAXONOMY_FILE)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(path: Path) -> Taxonomy:
     try:
         text = path.read_text(encoding="utf-8")

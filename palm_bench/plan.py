@@ -21,8 +21,8 @@ from palm_bench.config import BuildConfig
 from palm_bench.corpus.types import Corpus
 from palm_bench.descriptions import acoustic_descriptions, llm_human_descriptions, load_human_descriptions
 from palm_bench.negatives import build_pool, embed_clips, reference_embeddings
-from palm_bench.scene_needs import check_speaker_counts
 from palm_bench.samples import AudioPlan, SplitPlanner
+from palm_bench.scene_needs import check_speaker_counts
 from palm_bench.splits import SPLITS, split_clips
 
 log = logging.getLogger(__name__)

@@ -66,7 +66,7 @@ def decode_wav(b64: str) -> tuple[np.ndarray, int]:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: "_HTTPServer"
+    server: _HTTPServer
 
     def log_message(self, *args):  # keep test output clean
         pass
@@ -80,7 +80,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
-    owner: "ScriptedServer"
+    owner: ScriptedServer
 
 
 class ScriptedServer:

@@ -7,8 +7,15 @@ import numpy as np
 import pytest
 
 from lalm_eval.errors import ConfigError
-from palm_bench.acoustic import (count_rate_units, describe_voice, description_context,
-                                 likely_gender, load_thresholds, measure_voice, qualitative)
+from palm_bench.acoustic import (
+    count_rate_units,
+    describe_voice,
+    description_context,
+    likely_gender,
+    load_thresholds,
+    measure_voice,
+    qualitative,
+)
 
 SR = 16000
 

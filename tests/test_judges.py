@@ -10,8 +10,17 @@ from pathlib import Path
 import pytest
 
 from lalm_eval.errors import ConfigError
-from lalm_eval.judges import (CACHE_FILE, JUDGES, JudgeCache, JudgeItem, JudgeResult, count_failures,
-                              judge_llm_from_spec, make_judge, parse_judge_spec)
+from lalm_eval.judges import (
+    CACHE_FILE,
+    JUDGES,
+    JudgeCache,
+    JudgeItem,
+    JudgeResult,
+    count_failures,
+    judge_llm_from_spec,
+    make_judge,
+    parse_judge_spec,
+)
 from lalm_eval.judges.base import PROMPTS_DIR
 from lalm_eval.judges.cache import judge_key
 from lalm_eval.judges.msu import ERROR_TYPES, MsuErrorTypeJudge, MsuJudge

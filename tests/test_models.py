@@ -8,8 +8,14 @@ import transformers
 from lalm_eval.api import Request
 from lalm_eval.errors import ConfigError, LalmEvalError
 from lalm_eval.models import MODELS
-from lalm_eval.models.batching import (AUTO_CPU, AUTO_CUDA_START, plan_batches, resolve_batch_size,
-                                       split_gen_kwargs, truncate_at)
+from lalm_eval.models.batching import (
+    AUTO_CPU,
+    AUTO_CUDA_START,
+    plan_batches,
+    resolve_batch_size,
+    split_gen_kwargs,
+    truncate_at,
+)
 from lalm_eval.models.hf_base import HFAudioAdapter
 from lalm_eval.models.qwen2_audio import Qwen2AudioAdapter
 from lalm_eval.models.qwen_omni import ManualOmniProcessor, Qwen3OmniThinkerAdapter, Qwen25OmniThinkerAdapter

@@ -18,8 +18,7 @@ from lalm_eval.cost import Budget, load_prices
 from lalm_eval.errors import ConfigError, DataError
 from lalm_eval.models.api_base import parse_retry_after
 from lalm_eval.models.openai_audio import OpenAIAudioAdapter
-from tests.api_contract import (SECRET, AdapterContract, api_datasets, audio_digest, check_cli_run, request,
-                                results_of)
+from tests.api_contract import SECRET, AdapterContract, api_datasets, audio_digest, check_cli_run, request, results_of
 from tests.api_servers import OpenAIServer
 
 ROOT = Path(__file__).resolve().parents[1]

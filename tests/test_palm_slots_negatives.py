@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from palm_bench.config import BuildConfig
-from palm_bench.negatives import NegativePool, Candidate, stratum_of
+from palm_bench.negatives import Candidate, NegativePool, stratum_of
 from palm_bench.slots import largest_remainder, reasoning_slots, recognition_captioning_slots
 
 GROUPS = {2: [("g2a", True), ("g2b", True), ("g2c", True), ("g2d", False)],

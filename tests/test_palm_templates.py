@@ -6,8 +6,7 @@ from itertools import combinations
 import pytest
 
 from lalm_eval.errors import ConfigError, DataError
-from palm_bench.templates import (CANDIDATES, KINDS, LANGUAGES, PLACEHOLDERS, load_templates,
-                                  render)
+from palm_bench.templates import CANDIDATES, KINDS, LANGUAGES, PLACEHOLDERS, load_templates, render
 
 # Counted by hand from the paper (Wang et al., PALM-Bench, Appendix B.3 / B.4).
 EXPECTED = {

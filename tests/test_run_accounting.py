@@ -151,11 +151,11 @@ def test_a_dataset_folder_rebuilt_in_place_is_read_anew(task_dir, dataset_dir, t
 
     import datasets
 
+    from lalm_eval.evaluator import load_docs
     from lalm_eval.hub.card import front_matter, write_card
     from lalm_eval.hub.parquet import export_dataset_dict
     from lalm_eval.tasks import TaskManager
     from tests.test_evaluator import flac
-    from lalm_eval.evaluator import load_docs
 
     folder = tmp_path / "ds"
     shutil.copytree(dataset_dir, folder)

@@ -3,8 +3,13 @@
 import pytest
 
 from lalm_eval.errors import ConfigError
-from lalm_eval.training.recipes import (apply_recipe, available_recipes, load_recipe, resolve_placement,
-                                        trainable_parameters)
+from lalm_eval.training.recipes import (
+    apply_recipe,
+    available_recipes,
+    load_recipe,
+    resolve_placement,
+    trainable_parameters,
+)
 
 LM_ATTN = ("q_proj", "k_proj", "v_proj", "o_proj")
 LM_FFN = ("gate_proj", "up_proj", "down_proj")

@@ -382,9 +382,8 @@ LALM_EVAL = [sys.executable, "-m", "lalm_eval.cli"]
 @pytest.fixture(scope="module")
 def t64(tmp_path_factory):
     pytest.importorskip("vllm")
-    from lalm_eval.models.tiny import make_tiny_model
-
     from lalm_eval.cli import DEFAULT_CACHE
+    from lalm_eval.models.tiny import make_tiny_model
 
     root = tmp_path_factory.mktemp("vllm")
     # datasets only (the embedded PALM build, made once per machine, as the CLI does); responses are

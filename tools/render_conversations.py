@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 from lalm_eval.audio.io import TARGET_SR, read_audio, write_audio  # noqa: E402
 from lalm_eval.audio.tts import engine_versions  # noqa: E402
-from msu_bench.render import CONVERSATIONS_DIR, palette, render_conversation  # noqa: E402
 from lalm_eval.seeding import stable_int  # noqa: E402
+from msu_bench.render import CONVERSATIONS_DIR, palette, render_conversation  # noqa: E402
 
 DATA = CONVERSATIONS_DIR / "data"
 

@@ -12,8 +12,8 @@ The cache keys an embedding by encoder identity and the content hash of the 16 k
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 

@@ -53,7 +53,7 @@ class VoiceRecipe:
             raise ConfigError(f"'speed'/'pitch' are espeak-ng options, not {self.engine!r} ones")
 
     @classmethod
-    def from_dict(cls, data: dict, where: str = "voice recipe") -> "VoiceRecipe":
+    def from_dict(cls, data: dict, where: str = "voice recipe") -> VoiceRecipe:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - known
         if unknown:

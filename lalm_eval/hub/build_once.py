@@ -11,8 +11,8 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from lalm_eval.errors import DataError
 

@@ -19,7 +19,7 @@ Both return None for fewer than 2 items (no spread to resample).
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 from lalm_eval.errors import ConfigError
 from lalm_eval.metrics.scoring import Metric, MetricResult, ScoreItem

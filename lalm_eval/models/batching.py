@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from lalm_eval.errors import ConfigError
 

@@ -41,8 +41,16 @@ import importlib
 
 from lalm_eval.api import Request
 from lalm_eval.errors import ConfigError
-from lalm_eval.models.api_base import APIAdapter, BadRequest, GenParams, Reply, Retryable, RETRY_STATUS, \
-    message_parts, parse_retry_after
+from lalm_eval.models.api_base import (
+    RETRY_STATUS,
+    APIAdapter,
+    BadRequest,
+    GenParams,
+    Reply,
+    Retryable,
+    message_parts,
+    parse_retry_after,
+)
 
 #: finish / block reasons that are the provider's filters (anything not listed and not normal is an error)
 FILTER_REASONS = frozenset({"SAFETY", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "RECITATION", "IMAGE_SAFETY",

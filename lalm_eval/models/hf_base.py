@@ -44,8 +44,15 @@ from tqdm.auto import tqdm
 from lalm_eval.api import AUDIO_SR, Adapter, Request, Response
 from lalm_eval.audio.io import resample
 from lalm_eval.errors import AudioError, ConfigError, LalmEvalError
-from lalm_eval.models.batching import (plan_batches, replan, resolve_batch_size, resolve_device,
-                                       resolve_dtype, split_gen_kwargs, truncate_at)
+from lalm_eval.models.batching import (
+    plan_batches,
+    replan,
+    resolve_batch_size,
+    resolve_device,
+    resolve_dtype,
+    split_gen_kwargs,
+    truncate_at,
+)
 from lalm_eval.models.long_audio import LongAudioError, fit_request, resolve_policy
 
 log = logging.getLogger(__name__)

@@ -42,8 +42,16 @@ import base64
 
 from lalm_eval.api import Request
 from lalm_eval.errors import ConfigError
-from lalm_eval.models.api_base import APIAdapter, BadRequest, GenParams, Reply, Retryable, RETRY_STATUS, \
-    message_parts, parse_retry_after
+from lalm_eval.models.api_base import (
+    RETRY_STATUS,
+    APIAdapter,
+    BadRequest,
+    GenParams,
+    Reply,
+    Retryable,
+    message_parts,
+    parse_retry_after,
+)
 
 SERVERS = ("openai", "compatible", "vllm")
 MAX_TOKENS_FIELDS = ("max_completion_tokens", "max_tokens")

@@ -71,8 +71,12 @@ def _seeded(build):
 
 
 def _qwen2_audio(out: Path, head_dim: int | None = None) -> None:
-    from transformers import (Qwen2AudioConfig, Qwen2AudioForConditionalGeneration, Qwen2AudioProcessor,
-                              WhisperFeatureExtractor)
+    from transformers import (
+        Qwen2AudioConfig,
+        Qwen2AudioForConditionalGeneration,
+        Qwen2AudioProcessor,
+        WhisperFeatureExtractor,
+    )
 
     audio_tokens = ["<|audio_bos|>", "<|AUDIO|>", "<|audio_eos|>"]
     tokenizer = _tokenizer(_BASE_SPECIAL + audio_tokens, additional_special_tokens=_BASE_SPECIAL[1:] + audio_tokens)
@@ -111,8 +115,11 @@ def _hub_layout_keys(path: Path) -> None:
 
 
 def _qwen25_omni(out: Path) -> None:
-    from transformers import (Qwen2_5OmniThinkerConfig, Qwen2_5OmniThinkerForConditionalGeneration,
-                              WhisperFeatureExtractor)
+    from transformers import (
+        Qwen2_5OmniThinkerConfig,
+        Qwen2_5OmniThinkerForConditionalGeneration,
+        WhisperFeatureExtractor,
+    )
 
     tokenizer, ids = _omni_tokenizer()
     cfg = Qwen2_5OmniThinkerConfig(
@@ -132,8 +139,11 @@ def _qwen25_omni(out: Path) -> None:
 
 
 def _qwen3_omni(out: Path) -> None:
-    from transformers import (Qwen3OmniMoeThinkerConfig, Qwen3OmniMoeThinkerForConditionalGeneration,
-                              WhisperFeatureExtractor)
+    from transformers import (
+        Qwen3OmniMoeThinkerConfig,
+        Qwen3OmniMoeThinkerForConditionalGeneration,
+        WhisperFeatureExtractor,
+    )
 
     tokenizer, ids = _omni_tokenizer()
     cfg = Qwen3OmniMoeThinkerConfig(

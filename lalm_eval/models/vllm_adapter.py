@@ -248,7 +248,7 @@ class PromptFormat:
         data.pop("source"), data.pop("status")
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
-    def with_render(self, render: str | None) -> "PromptFormat":
+    def with_render(self, render: str | None) -> PromptFormat:
         if render in (None, "", "auto"):
             return self
         if render not in RENDER_MODES:

@@ -104,7 +104,7 @@ class SoftPrompts:
         return cls(vectors, *cls.placeholder_of(tokenizer))
 
     @classmethod
-    def load(cls, path, tokenizer) -> "SoftPrompts":
+    def load(cls, path, tokenizer) -> SoftPrompts:
         import torch
         from safetensors.torch import load_file
 

@@ -137,7 +137,7 @@ def train(adapter, opts: TrainOptions) -> dict:
 
     from lalm_eval.models.hf_base import HFAudioAdapter, fingerprint
     from lalm_eval.training.data import Collator, ExampleDataset, training_examples
-    from lalm_eval.training.recipes import apply_recipe, load_recipe, trainable_parameters
+    from lalm_eval.training.recipes import apply_recipe, load_recipe
     from lalm_eval.training.soft_prompts import SoftPromptModel, SoftPrompts
 
     if not isinstance(adapter, HFAudioAdapter):

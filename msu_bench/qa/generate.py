@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import dataclasses
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +27,7 @@ class QAItem:
     evidence: dict  # turn ids and annotation fields the answer rests on
 
 
-@lru_cache(maxsize=None)
+@cache
 def templates() -> dict:
     return yaml.safe_load(TEMPLATES.read_text(encoding="utf-8"))
 

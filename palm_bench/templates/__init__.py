@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
@@ -95,7 +95,7 @@ def load_templates(kind: str, language: str, folder: Path | str | None = None) -
     return [t for t in _load_file(path, kind) if t.language == language]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load_file(path: Path, kind: str) -> tuple[Template, ...]:
     if not path.is_file():
         raise DataError(path, "template file not found")

@@ -14,8 +14,8 @@ here the import happens only when a build is needed.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from lalm_eval.hub.build_once import build_once, jsonable
 

@@ -14,9 +14,18 @@ import dataclasses
 
 import numpy as np
 
-from lalm_eval.models.cascade_parts.segmentation import (Segment, SegmenterConfig, Window, cut, embed_windows,
-                                                         make_windows, merge_segments, seconds_by_label,
-                                                         smooth_scores, speech_regions)
+from lalm_eval.models.cascade_parts.segmentation import (
+    Segment,
+    SegmenterConfig,
+    Window,
+    cut,
+    embed_windows,
+    make_windows,
+    merge_segments,
+    seconds_by_label,
+    smooth_scores,
+    speech_regions,
+)
 
 UNKNOWN = -1
 

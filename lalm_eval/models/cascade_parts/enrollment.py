@@ -32,8 +32,14 @@ from lalm_eval.audio.augment import AugmentationConfig, apply_augmentation, samp
 from lalm_eval.audio.io import TARGET_SR, audio_hash, read_audio
 from lalm_eval.errors import ConfigError
 from lalm_eval.metrics.verification import equal_error_rate, pair_scores
-from lalm_eval.models.cascade_parts.segmentation import (SegmenterConfig, cut, embed_windows, make_windows,
-                                                          smooth_scores, speech_regions)
+from lalm_eval.models.cascade_parts.segmentation import (
+    SegmenterConfig,
+    cut,
+    embed_windows,
+    make_windows,
+    smooth_scores,
+    speech_regions,
+)
 from lalm_eval.seeding import rng_for
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".opus")

@@ -4,6 +4,7 @@ report the backbone with the score. See lalm_eval.metrics.bertscore."""
 
 import datasets
 import evaluate
+
 from lalm_eval.metrics.bertscore import bertscore
 
 _CITATION = """\

@@ -7,9 +7,8 @@ corpus BLEU (0-100, exp smoothing) is computed once. See lalm_eval.metrics.bleu.
 
 import datasets
 import evaluate
-from lalm_eval.metrics.bleu import bleu_signature
-from lalm_eval.metrics.bleu import bleu_stats
-from lalm_eval.metrics.bleu import corpus_bleu_from_stats
+
+from lalm_eval.metrics.bleu import bleu_signature, bleu_stats, corpus_bleu_from_stats
 
 _CITATION = """\
 @inproceedings{post-2018-call,

@@ -3,6 +3,7 @@ metric. See lalm_eval.metrics.text.token_f1."""
 
 import datasets
 import evaluate
+
 from lalm_eval.metrics.text import token_f1
 
 _CITATION = """\
