@@ -134,7 +134,10 @@ def test_kill_and_resume_computes_each_request_once(tmp_path):
 
 def test_audio_is_part_of_the_key():
     a, b = tone(1), tone(2)
-    k = lambda audio, **kw: request_key(IDENTITY, "h", 0, [audio], MESSAGES, {"max_new_tokens": 8, **kw})
+
+    def k(audio, **kw):
+        return request_key(IDENTITY, "h", 0, [audio], MESSAGES, {"max_new_tokens": 8, **kw})
+
     assert k(a) != k(b)  # identical text, different audio
     assert k(a) == k(a.copy())
     assert k(a) != k(a, do_sample=True)

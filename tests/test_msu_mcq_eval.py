@@ -167,7 +167,10 @@ def test_breakdowns_by_task_capability_tier(run):
 
 def test_breakdowns_within_tiers(run):
     report = run[2]
-    approx = lambda d: {k: (n, pytest.approx(s, abs=6e-4), pytest.approx(v, abs=5e-5)) for k, (n, s, v) in d.items()}
+
+    def approx(d):
+        return {k: (n, pytest.approx(s, abs=6e-4), pytest.approx(v, abs=5e-5)) for k, (n, s, v) in d.items()}
+
     assert cells(report, "msu_mcq by language × tier", 2) == approx({
         ("en", "tier1"): (3, 3 / 8, 2 / 3), ("en", "tier2"): (2, 2 / 5, 0.0),
         ("zh", "tier1"): (5, 5 / 8, 1 / 5), ("zh", "tier2"): (3, 3 / 5, 1 / 3)})

@@ -74,7 +74,7 @@ def test_ms_swift(bench, tmp_path):
     info = export_sft(out, "ms-swift", dataset=str(bench), cache_dir=tmp_path / "c")
     lines = lines_of(out / "train.jsonl")
     assert info["rows"] == len(lines) == 4 and info["audio_files"] == 2  # the 0.5 s clip written once
-    assert [(l["task"], l["doc_id"]) for l in lines] == [("palm_recognition", 0), ("palm_recognition", 1),
+    assert [(line["task"], line["doc_id"]) for line in lines] == [("palm_recognition", 0), ("palm_recognition", 1),
                                                          ("palm_recognition", 2), ("palm_captioning", 0)]
     first = lines[0]
     # the prompt text of tasks/palm/_palm_prompt_base.yaml, after one audio tag
