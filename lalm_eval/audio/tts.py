@@ -96,7 +96,7 @@ def _engine_command(recipe: VoiceRecipe, text: str, wav: Path) -> tuple[list[str
 
 def _require(tool: str) -> None:
     if shutil.which(tool) is None:
-        raise RuntimeError(
+        raise ConfigError(
             f"{tool!r} is not installed; rendering needs Debian's espeak-ng, flite, festival and "
             "sox (see tools/render_corpus.py). Using the shipped corpus needs none of them."
         )
