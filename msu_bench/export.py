@@ -81,7 +81,7 @@ def build(out_dir, cfg: MsuConfig, corpus: str = "embedded", corpus_dir: str | N
         mcq_context = card_context(stats["mcq_import"])
     context = {
         "configs_yaml": front_matter({**with_union_config(tier_files), **{k: v for k, v in files.items() if k not in TIERS}},
-                                     default_config="all", license="other",
+                                     default_config="all", root=out_dir, license="other",
                                      language=sorted(stats["languages"]), task_categories=["question-answering"],
                                      tags=["multi-speaker", "conversation", "audio-language-models"],
                                      pretty_name="MSU-Bench"),

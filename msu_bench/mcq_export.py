@@ -37,7 +37,7 @@ def build_mcq(out_dir, mcq_dir, repo_id: str | None = None, languages=("cn", "en
     if n != summary["questions_kept"]:  # the builder re-reads the release: it must agree with the summary
         raise RuntimeError(f"MSU release import: {n} rows written, {summary['questions_kept']} expected")
     stats = {"mcq_questions": n, "mcq_import": summary}
-    context = {"configs_yaml": front_matter(files, default_config="mcq", license="cc-by-nc-4.0",
+    context = {"configs_yaml": front_matter(files, root=out_dir, default_config="mcq", license="cc-by-nc-4.0",
                                             language=sorted(summary["by_language"]) or ["zh", "en"],
                                             task_categories=["question-answering"],
                                             tags=["multi-speaker", "conversation", "audio-language-models",

@@ -82,7 +82,7 @@ def build(out_dir: str | Path, cfg: BuildConfig, corpus: str = "embedded", corpu
     files = with_union_config(files)  # `all` = the QA configs only
     if enrollment_files is not None:
         files[ENROLLMENT] = enrollment_files
-    card = render_card("palm.md.j2", _card_context(plan, cfg, files, stats, corpus, repo_id))
+    card = render_card("palm.md.j2", _card_context(plan, cfg, files, stats, corpus, repo_id, out_dir))
     info = {
         "config": cfg.to_dict(), "corpus": corpus, "corpus_dir": corpus_dir, "stats": stats,
         "plan": plan.stats, "empty_configs": empty, "llm": llm.settings if llm is not None else None,
@@ -109,11 +109,12 @@ def _enrollment_stats(rows, built: dict, where) -> dict:
             "hours": round(sum(rows["duration"]) / 3600, 3)}
 
 
-def _card_context(plan, cfg: BuildConfig, files: dict, stats: dict, corpus: str, repo_id: str | None) -> dict:
+def _card_context(plan, cfg: BuildConfig, files: dict, stats: dict, corpus: str, repo_id: str | None,
+                  out_dir) -> dict:
     languages = sorted({a.language for audios in plan.audios.values() for a in audios})
     return {
         "configs_yaml": front_matter(
-            files, default_config="recognition" if "recognition" in files else next(iter(files)),
+            files, root=out_dir, default_config="recognition" if "recognition" in files else next(iter(files)),
             license="other", language=languages,
             task_categories=["audio-classification", "automatic-speech-recognition", "question-answering"],
             tags=["speaker-recognition", "personalization", "audio-language-models", "synthetic"

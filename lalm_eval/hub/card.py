@@ -54,10 +54,38 @@ def configs_yaml_block(files: dict[str, dict[str, list[str]]], default_config: s
     return block
 
 
-def front_matter(files: dict[str, dict[str, list[str]]], default_config: str | None = None, **extra) -> str:
-    """YAML text of the front matter (``extra`` keys such as ``license`` first, then ``configs``),
-    ready to pass to :func:`render_card` as ``configs_yaml``."""
+def dataset_info_block(files: dict[str, dict[str, list[str]]], root) -> list[dict]:
+    """The card's ``dataset_info:`` list: per config, each split's rows and bytes, read from the
+    Parquet files under ``root`` (what ``push_to_hub`` writes).
+
+    ``datasets`` keys its cache of a local folder on the folder's name and this front matter only
+    (the ``configs:`` paths are relative), so two builds in folders of one name would share a cache
+    entry — a rebuilt ``palm-bench`` served the first build's rows (measured, datasets 5.2). The
+    split sizes make the key differ between builds; ``datasets`` also checks the row counts on load.
+    """
+    import pyarrow.parquet as pq
+
+    root, block = Path(root), []
+    for name, splits in files.items():
+        entry, total = {"config_name": name, "splits": []}, 0
+        for split, paths in splits.items():
+            rows = sum(pq.ParquetFile(root / p).metadata.num_rows for p in paths)
+            size = sum((root / p).stat().st_size for p in paths)
+            entry["splits"].append({"name": split, "num_bytes": size, "num_examples": rows})
+            total += size
+        entry["dataset_size"] = total
+        block.append(entry)
+    return block
+
+
+def front_matter(files: dict[str, dict[str, list[str]]], default_config: str | None = None, root=None,
+                 **extra) -> str:
+    """YAML text of the front matter (``extra`` keys such as ``license`` first, then ``configs``,
+    then — with ``root``, the folder the paths are relative to — ``dataset_info``), ready to pass
+    to :func:`render_card` as ``configs_yaml``."""
     data = {**extra, "configs": configs_yaml_block(files, default_config)}
+    if root is not None:
+        data["dataset_info"] = dataset_info_block(files, root)
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True).rstrip("\n")
 
 

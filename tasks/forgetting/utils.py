@@ -307,7 +307,7 @@ def _write(folder: Path, corpus: str, split: str, config: dict, rows: list[dict]
     stats = [{"config": split, "rows": len(rows)}] + [{"config": f"skipped: {r}", "rows": s["count"]}
                                                       for r, s in skipped.items()]
     card = render_card("generic.md.j2", {
-        "configs_yaml": front_matter(files, default_config=split, license="other"),
+        "configs_yaml": front_matter(files, root=folder, default_config=split, license="other"),
         "title": f"{corpus} {split} (forgetting check)",
         "description": (f"Built by lalm-eval's tasks/forgetting hook from {config.get('source', 'the embedded corpus')} "
                         "for PALM Table 4's forgetting checks; the source's licence applies."),
