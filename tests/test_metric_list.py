@@ -185,3 +185,15 @@ def test_registry_misses_are_config_errors_listing_names():
     assert not str(e.value).startswith("'")  # not KeyError's quoted repr
     with pytest.raises(ConfigError, match="already registered"):
         MODELS.register("qwen2_audio", AllFail)
+
+
+def test_one_metric_registry_whatever_is_imported_first():
+    import subprocess
+    import sys
+
+    code = ("import lalm_eval.metrics.text as text; from lalm_eval.metrics.scoring import METRICS; "
+            "print(hasattr(text, 'METRICS'), ','.join(METRICS.names()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == "False"  # text.py holds the functions only
+    assert set(out[1].split(",")) >= {"bertscore", "bleu", "cer", "exact_match", "llm_judge", "mcq_accuracy",
+                                      "option_accuracy", "recognition_presence", "token_f1", "wer"}
