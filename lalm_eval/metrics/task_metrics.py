@@ -36,8 +36,13 @@ class BleuMetric(Metric):
     CORPUS_LEVEL, CORPUS_ALIASES = True, ("bleu",)
 
     def compute(self, items: list[ScoreItem]) -> MetricResult:
-        from lalm_eval.metrics.bleu import (bleu_signature, bleu_stats, corpus_bleu_from_stats,
-                                            corpus_bleu_statistic, sentence_bleu)
+        from lalm_eval.metrics.bleu import (
+            bleu_signature,
+            bleu_stats,
+            corpus_bleu_from_stats,
+            corpus_bleu_statistic,
+            sentence_bleu,
+        )
 
         values = [sentence_bleu(i.prediction, i.reference, _language(i)) for i in items]
         stats = [bleu_stats(i.prediction, i.reference, _language(i)) for i in items]
