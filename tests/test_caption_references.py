@@ -92,9 +92,12 @@ def build_kind(kind, out, corpus_dir, work, server=None):
 def load_rows(out):
     import datasets
 
+    from lalm_eval.hub.load import load_dataset_fresh
+
     rows = []
     for config_name in ("recognition", "captioning"):
-        dd = datasets.load_dataset(str(out), config_name).cast_column("audio", datasets.Audio(decode=False))
+        dd = load_dataset_fresh(out, config_name, cache_root=Path(str(out) + "_cache")).cast_column(
+            "audio", datasets.Audio(decode=False))
         rows += [r for split in dd for r in dd[split]]
     return rows
 
