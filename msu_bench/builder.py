@@ -13,6 +13,7 @@ import datasets
 import numpy as np
 
 from lalm_eval.audio.io import TARGET_SR, encode_audio, read_audio_span
+from lalm_eval.hub.builder import BenchBuilder, BenchBuilderConfig
 from msu_bench.plan import MsuConfig, MsuPlan, make_plan
 from msu_bench.fields import segment_fields
 from msu_bench.taxonomy import load_taxonomy
@@ -43,15 +44,18 @@ FEATURES = datasets.Features({
 
 
 @dataclasses.dataclass
-class MsuBenchConfig(datasets.BuilderConfig):
-    tiers: tuple[str, ...] = TIERS
+class MsuBenchConfig(BenchBuilderConfig):
+    """``build``, ``corpus`` (a name in :data:`msu_bench.corpora.READERS`), ``corpus_dir`` and
+    ``corpus_options`` as for every benchmark (:class:`lalm_eval.hub.builder.BenchBuilderConfig`)."""
+
     build: MsuConfig | None = None
-    corpus: str = "embedded"
-    corpus_dir: str | None = None
-    corpus_options: dict = dataclasses.field(default_factory=dict)
+    tiers: tuple[str, ...] = TIERS
 
 
-class MsuBench(datasets.GeneratorBasedBuilder):
+class MsuBench(BenchBuilder):
+    """``MsuBench(config_name=..., cache_dir=..., plan=plan)`` writes the rows of ``plan`` (an
+    :class:`~msu_bench.plan.MsuPlan`); without ``plan`` it plans from the config."""
+
     BUILDER_CONFIG_CLASS = MsuBenchConfig
     BUILDER_CONFIGS = [MsuBenchConfig(name=t, tiers=(t,), description=f"MSU-Bench {t}") for t in TIERS] + [
         MsuBenchConfig(name="all", tiers=TIERS, description="MSU-Bench, all tiers")]
@@ -62,22 +66,22 @@ class MsuBench(datasets.GeneratorBasedBuilder):
         return datasets.DatasetInfo(description="MSU-Bench: multi-speaker conversation understanding",
                                     features=FEATURES, citation=CITATION)
 
-    @property
-    def plan(self) -> MsuPlan:
-        if getattr(self, "_plan", None) is None:
-            self._plan = make_plan(self.config.build or MsuConfig(), self.config.corpus, self.config.corpus_dir,
-                                   self.config.corpus_options)
-        return self._plan
+    def make_plan(self) -> MsuPlan:
+        return make_plan(self.config.build or MsuConfig(), self.config.corpus, self.config.corpus_dir,
+                         self.config.corpus_options)
 
     def _split_generators(self, dl_manager):
-        return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs={})]
+        # the segments with a question of these tiers, as a list of positions in plan.segments:
+        # `download_and_prepare(num_proc=N)` writes N contiguous runs of it, in order
+        taxonomy, plan = load_taxonomy(), self.plan
+        segments = [i for i, seg in enumerate(plan.segments)
+                    if any(taxonomy.task(q.task_id).tier in self.config.tiers for q in plan.questions[seg.id])]
+        return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs={"segments": segments})]
 
-    def _generate_examples(self):
+    def _generate_examples(self, segments):
         taxonomy, plan, index = load_taxonomy(), self.plan, 0
-        for seg in plan.segments:
+        for seg in (plan.segments[i] for i in segments):
             items = [q for q in plan.questions[seg.id] if taxonomy.task(q.task_id).tier in self.config.tiers]
-            if not items:
-                continue
             audio = {"bytes": encode_audio(segment_audio(seg), TARGET_SR, plan.config.audio_format),
                      "path": f"{seg.id}.{plan.config.audio_format}"}
             common = segment_fields(seg)

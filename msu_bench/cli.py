@@ -26,7 +26,7 @@ def _build(args) -> int:
     cfg = load_preset(args.preset, parse_key_values(args.set))
     info = build(args.out, cfg, corpus=args.corpus, corpus_dir=args.corpus_dir,
                  corpus_options=parse_key_values(args.corpus_option), repo_id=args.repo_id, llm=llm_from_args(args),
-                 mcq_dir=args.mcq_dir)
+                 mcq_dir=args.mcq_dir, num_proc=args.num_proc)
     st = info["stats"]
     print(f"wrote {args.out}: {st['total_questions']} questions about {st['segments']} segments "
           f"({', '.join(f'{k}: {v}' for k, v in st['languages'].items())}) in {info['seconds']:.0f} s; "
@@ -79,6 +79,8 @@ def main(argv=None) -> int:
     b.add_argument("--corpus-dir")
     b.add_argument("--corpus-option", action="append", default=[], metavar="KEY=VALUE")
     b.add_argument("--repo-id")
+    b.add_argument("--num_proc", type=int, default=None, metavar="N",
+                   help="write each tier in N processes (datasets' num_proc; same shards for any N)")
     b.add_argument("--mcq-dir", help="local copy of the authors' public MSU-Benchmark release: alone, builds just "
                    "it (config 'mcq', into ./msu-bench-mcq); with --corpus, adds config 'mcq' to that build")
     add_llm_options(b, "asks the tasks the annotation cannot answer")

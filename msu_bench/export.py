@@ -49,9 +49,10 @@ def statistics(built: dict) -> dict:
 
 def build(out_dir, cfg: MsuConfig, corpus: str = "embedded", corpus_dir: str | None = None,
           corpus_options: dict | None = None, repo_id: str | None = None, llm=None,
-          mcq_dir: str | None = None) -> dict:
+          mcq_dir: str | None = None, num_proc: int | None = None) -> dict:
     """Build and export; ``llm`` (a TextLLM) asks the tasks the annotation cannot answer;
-    ``mcq_dir`` (a local copy of the authors' public release) adds the ``mcq`` config."""
+    ``mcq_dir`` (a local copy of the authors' public release) adds the ``mcq`` config;
+    ``num_proc`` writes each tier's rows in that many processes (same shards for any value)."""
     out_dir, t0 = Path(out_dir), time.perf_counter()
     plan = make_plan(cfg, corpus, corpus_dir, corpus_options, llm=llm)
     taxonomy = load_taxonomy()
@@ -62,13 +63,11 @@ def build(out_dir, cfg: MsuConfig, corpus: str = "embedded", corpus_dir: str | N
             from msu_bench.mcq_builder import MsuMcq
 
             return MsuMcq(config_name="mcq", data_dir=mcq_dir, cache_dir=cache_dir)
-        builder = MsuBench(config_name=tier, cache_dir=cache_dir, build=cfg, corpus=corpus, corpus_dir=corpus_dir,
-                           corpus_options=corpus_options or {})
-        builder._plan = plan
-        return builder
+        return MsuBench(config_name=tier, cache_dir=cache_dir, plan=plan, build=cfg, corpus=corpus,
+                        corpus_dir=corpus_dir, corpus_options=corpus_options or {})
 
     configs = [t for t in TIERS if t in asked_tiers] + (["mcq"] if mcq_dir else [])
-    files, stats = export_builders(make_builder, configs, out_dir, statistics)
+    files, stats = export_builders(make_builder, configs, out_dir, statistics, num_proc=num_proc)
     tier_files = {k: v for k, v in files.items() if k in TIERS}
     durations = [s.duration for s in plan.segments]
     stats.update({"segments": len(plan.segments), "segment_seconds": [round(min(durations), 1), round(max(durations), 1)]

@@ -24,6 +24,7 @@ from pathlib import Path
 import datasets
 
 from lalm_eval.audio.io import TARGET_SR, encode_audio
+from lalm_eval.hub.builder import BenchBuilder, BenchBuilderConfig
 from palm_bench.config import BuildConfig
 from palm_bench.plan import BuildPlan, make_plan
 from palm_bench.prefetch import prefetched
@@ -73,12 +74,12 @@ FEATURES = datasets.Features({
 
 
 @dataclasses.dataclass
-class PalmBenchConfig(datasets.BuilderConfig):
-    tasks: tuple[str, ...] = TASKS
+class PalmBenchConfig(BenchBuilderConfig):
+    """``build``, ``corpus`` (a name in :data:`palm_bench.corpus.READERS`), ``corpus_dir`` and
+    ``corpus_options`` as for every benchmark (:class:`lalm_eval.hub.builder.BenchBuilderConfig`)."""
+
     build: BuildConfig | None = None
-    corpus: str = "embedded"  # embedded | ncssd | folder
-    corpus_dir: str | None = None
-    corpus_options: dict = dataclasses.field(default_factory=dict)
+    tasks: tuple[str, ...] = TASKS
     work_dir: str | None = None  # embedding and acoustic-description caches
 
 
@@ -90,7 +91,10 @@ def plan_for(config: PalmBenchConfig) -> BuildPlan:
                      work_dir=Path(config.work_dir) if config.work_dir else None)
 
 
-class PalmBench(datasets.GeneratorBasedBuilder):
+class PalmBench(BenchBuilder):
+    """``PalmBench(config_name=..., cache_dir=..., plan=plan)`` writes the rows of ``plan``
+    (a :class:`~palm_bench.plan.BuildPlan`); without ``plan`` it plans from the config."""
+
     BUILDER_CONFIG_CLASS = PalmBenchConfig
     BUILDER_CONFIGS = [PalmBenchConfig(name=t, tasks=(t,), description=f"PALM-Bench {t}") for t in TASKS] + [
         PalmBenchConfig(name="all", tasks=TASKS, description="PALM-Bench, all three tasks")]
@@ -102,18 +106,20 @@ class PalmBench(datasets.GeneratorBasedBuilder):
             description="PALM-Bench: personalized audio-LLM recognition, captioning and reasoning",
             features=FEATURES, citation=CITATION, license="see the corpus licence")
 
-    @property
-    def build_plan(self) -> BuildPlan:
-        if getattr(self, "_plan", None) is None:
-            self._plan = plan_for(self.config)
-        return self._plan
+    def make_plan(self) -> BuildPlan:
+        return plan_for(self.config)
 
     def _split_generators(self, dl_manager):
-        return [datasets.SplitGenerator(name=split, gen_kwargs={"split": split})
+        # the planned audios of each split as a list: `download_and_prepare(num_proc=N)` writes N
+        # contiguous runs of it in N processes, in order (same rows, same order for any N)
+        plan = self.plan
+        return [datasets.SplitGenerator(name=split, gen_kwargs={
+                    "split": str(split),
+                    "audios": [i for i, a in enumerate(plan.audios[str(split)]) if a.task in self.config.tasks]})
                 for split in (datasets.Split.TRAIN, datasets.Split.TEST)]
 
-    def _generate_examples(self, split):
-        plan = self.build_plan
+    def _generate_examples(self, split, audios):
+        plan = self.plan
         cfg = plan.config
         index = 0
 
@@ -122,7 +128,7 @@ class PalmBench(datasets.GeneratorBasedBuilder):
             audio = {"bytes": encode_audio(mix, TARGET_SR, cfg.audio_format), "path": f"{audio_plan.key}.{cfg.audio_format}"}
             return audio, spans, len(mix) / TARGET_SR
 
-        todo = [a for a in plan.audios[str(split)] if a.task in self.config.tasks]
+        todo = [plan.audios[split][i] for i in audios]
         # rendered by a few threads ahead of the writer (compose is a pure function of the plan)
         for audio_plan, (audio, spans, duration) in prefetched(render, todo, window=8):
             for row in plan.rows(audio_plan, spans, duration):

@@ -59,7 +59,8 @@ def _build(args) -> int:
 
     check_kind(cfg.caption_reference, llm)  # before any planning work
     info = build(args.out, cfg, corpus=args.corpus, corpus_dir=args.corpus_dir, corpus_options=options,
-                 work_dir=None if args.no_cache else DEFAULT_CACHE, tasks=tasks, repo_id=args.repo_id, llm=llm)
+                 work_dir=None if args.no_cache else DEFAULT_CACHE, tasks=tasks, repo_id=args.repo_id, llm=llm,
+                 num_proc=args.num_proc)
     st = info["stats"]
     print(f"wrote {args.out}: {st['total_samples']} samples ({st['total_sample_hours']:.2f} h) from "
           f"{st['unique_audios']} clips in {info['seconds']['total']:.0f} s; "
@@ -111,6 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--tasks", default="recognition,captioning,reasoning")
     b.add_argument("--repo-id", help="Hub id named in the card's loading snippet")
     b.add_argument("--no-cache", action="store_true", help="do not use the embedding/description cache")
+    b.add_argument("--num_proc", type=int, default=None, metavar="N",
+                   help="render each split in N processes (datasets' num_proc; same shards for any N)")
     b.add_argument("--caption-reference", choices=["transcript", "summary", "qa"], default=None,
                    help="captioning references (PALM Table 24): transcript (default, offline; a deviation), "
                         "summary (LLM summaries) or qa (adds three LLM question/answer rows per utterance); "

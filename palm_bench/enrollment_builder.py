@@ -25,6 +25,7 @@ import datasets
 
 from lalm_eval.audio.io import TARGET_SR, encode_audio
 from lalm_eval.errors import DataError
+from lalm_eval.hub.builder import BenchBuilder
 from palm_bench.builder import CITATION, PalmBenchConfig, plan_for
 from palm_bench.corpus.types import Utterance
 from palm_bench.plan import BuildPlan
@@ -67,7 +68,10 @@ def check_no_leak(enrollment_ids: Iterable[str], test_source_clips: Iterable[Ite
                         f"{', '.join(leaked[:5])}{' …' if len(leaked) > 5 else ''}", field="clip_id")
 
 
-class PalmEnrollment(datasets.GeneratorBasedBuilder):
+class PalmEnrollment(BenchBuilder):
+    """``PalmEnrollment(cache_dir=..., plan=plan)``: the enrollment rows of ``plan`` (the same
+    plan as the QA configs' builders); without ``plan`` it plans from the config."""
+
     BUILDER_CONFIG_CLASS = PalmBenchConfig
     BUILDER_CONFIGS = [PalmBenchConfig(name=CONFIG, tasks=(),
                                        description="PALM-Bench enrollment: subjects' train-split clips")]
@@ -79,20 +83,21 @@ class PalmEnrollment(datasets.GeneratorBasedBuilder):
             description="PALM-Bench enrollment clips: each subject's train-split utterances, with transcripts",
             features=FEATURES, citation=CITATION, license="see the corpus licence")
 
-    @property
-    def build_plan(self) -> BuildPlan:
-        if getattr(self, "_plan", None) is None:
-            self._plan = plan_for(self.config)
-        return self._plan
+    def make_plan(self) -> BuildPlan:
+        return plan_for(self.config)
 
     def _split_generators(self, dl_manager):
-        return [datasets.SplitGenerator(name=datasets.Split.TRAIN)]
-
-    def _generate_examples(self):
-        plan = self.build_plan
+        plan = self.plan
         clips = enrollment_clips(plan)
         check_no_leak((c.id for _, c in clips), ([c.id for c in a.clips] for a in plan.audios.get("test", [])),
                       plan.corpus.root)
+        # positions in enrollment_clips(plan) as a list: num_proc > 1 writes contiguous runs of it
+        return [datasets.SplitGenerator(name=datasets.Split.TRAIN, gen_kwargs={"clips": list(range(len(clips)))})]
+
+    def _generate_examples(self, clips):
+        plan = self.plan
+        every = enrollment_clips(plan)
+        clips = [every[i] for i in clips]
         fmt = plan.config.audio_format
 
         def encoded(clip: Utterance) -> tuple[bytes, float]:

@@ -46,9 +46,10 @@ CORPUS_LICENCE = {
 
 def build(out_dir: str | Path, cfg: BuildConfig, corpus: str = "embedded", corpus_dir: str | None = None,
           corpus_options: dict | None = None, work_dir: str | Path | None = None,
-          tasks: tuple[str, ...] = TASKS, repo_id: str | None = None, llm=None) -> dict:
+          tasks: tuple[str, ...] = TASKS, repo_id: str | None = None, llm=None, num_proc: int | None = None) -> dict:
     """Build, export and describe; returns the ``build_info`` dictionary. ``llm`` (a
-    :class:`lalm_eval.llm.TextLLM`) writes the profiles of subjects that have none."""
+    :class:`lalm_eval.llm.TextLLM`) writes the profiles of subjects that have none. ``num_proc``
+    renders each split in that many processes (same shards for any value)."""
     out_dir, t0 = Path(out_dir), time.perf_counter()
     work = Path(work_dir) if work_dir else None
     plan = make_plan(cfg, corpus=corpus, corpus_dir=corpus_dir, corpus_options=corpus_options, work_dir=work,
@@ -61,10 +62,9 @@ def build(out_dir: str | Path, cfg: BuildConfig, corpus: str = "embedded", corpu
 
     def make_builder(config: str, cache_dir: str):
         cls = PalmEnrollment if config == ENROLLMENT else PalmBench
-        builder = cls(config_name=config, cache_dir=cache_dir, build=cfg, corpus=corpus, corpus_dir=corpus_dir,
-                      corpus_options=corpus_options or {}, work_dir=str(work) if work else None)
-        builder._plan = plan  # planned once for all configs (same seed, same plan)
-        return builder
+        # planned once for all configs (same seed, same plan), handed to each builder
+        return cls(config_name=config, cache_dir=cache_dir, plan=plan, build=cfg, corpus=corpus,
+                   corpus_dir=corpus_dir, corpus_options=corpus_options or {}, work_dir=str(work) if work else None)
 
     def statistics(built: dict) -> dict:
         enrollment = built.get(ENROLLMENT)
@@ -76,7 +76,7 @@ def build(out_dir: str | Path, cfg: BuildConfig, corpus: str = "embedded", corpu
         return stats
 
     configs = [t for t in tasks if t in planned] + ([ENROLLMENT] if cfg.enrollment else [])
-    files, stats = export_builders(make_builder, configs, out_dir, statistics)
+    files, stats = export_builders(make_builder, configs, out_dir, statistics, num_proc=num_proc)
     t_export = time.perf_counter()
     enrollment_files = files.pop(ENROLLMENT, None)
     files = with_union_config(files)  # `all` = the QA configs only

@@ -95,6 +95,17 @@ def test_quoted_turns_exist(rows, conversations):
             assert any(t.text.startswith(quoted.rstrip("…").rstrip()) for t in conv.turns), quoted
 
 
+def test_two_processes_give_the_same_shards_as_one(built, tmp_path, monkeypatch):
+    import datasets.builder
+
+    opened, real = [], datasets.builder.Pool
+    monkeypatch.setattr(datasets.builder, "Pool", lambda n, *a, **k: opened.append(n) or real(n, *a, **k))
+    two = build(tmp_path / "np2", load_preset("small"), num_proc=2)
+    assert opened and set(opened) == {2}  # each tier's split was written by 2 processes
+    assert two["shards"] == built[1]["shards"]  # byte-identical Parquet
+    assert two["stats"] == built[1]["stats"]
+
+
 def test_unknown_preset_key_is_an_error():
     with pytest.raises(ConfigError, match="unknown key"):
         load_preset("small", {"questions_per_segment": 3})

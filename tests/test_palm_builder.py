@@ -159,6 +159,30 @@ def test_same_seed_gives_identical_shards(built, corpus_dir, work, tmp_path):
         "captioning/test-00000-of-00001.parquet"]
 
 
+def spy_pools(monkeypatch) -> list[int]:
+    """The process counts of the pools datasets opens while generating splits."""
+    import datasets.builder
+
+    opened, real = [], datasets.builder.Pool
+
+    def pool(n, *args, **kwargs):
+        opened.append(n)
+        return real(n, *args, **kwargs)
+
+    monkeypatch.setattr(datasets.builder, "Pool", pool)
+    return opened
+
+
+def test_two_processes_give_the_same_shards_as_one(built, corpus_dir, work, tmp_path, monkeypatch):
+    opened = spy_pools(monkeypatch)
+    two = build(tmp_path / "np2", tiny_config(), corpus="embedded", corpus_dir=str(corpus_dir), work_dir=work,
+                num_proc=2)
+    # every config's every split was written by 2 processes (enrollment: one train split)
+    assert opened == [2] * (2 * 3 + 1)
+    assert two["shards"] == built[1]["shards"]  # byte-identical Parquet, so identical rows in order
+    assert two["stats"] == built[1]["stats"]
+
+
 def test_bad_inputs_are_named(corpus_dir, work, tmp_path, corpus):
     with pytest.raises(ConfigError, match="unknown key"):
         tiny_config(templates_per_clip=3)

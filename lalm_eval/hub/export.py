@@ -15,18 +15,24 @@ from typing import Callable
 
 import datasets
 
+from lalm_eval.errors import ConfigError
 from lalm_eval.hub.card import write_card
 from lalm_eval.hub.parquet import export_dataset_dict, file_sha256
 
 
 def export_builders(make_builder: Callable[[str, str], datasets.DatasetBuilder], configs: list[str],
-                    out_dir: Path, consume: Callable[[dict], object] | None = None):
+                    out_dir: Path, consume: Callable[[dict], object] | None = None, num_proc: int | None = None):
     """``make_builder(config, cache_dir)`` for each config → Parquet in ``out_dir``.
+
+    ``num_proc`` > 1 generates each split in that many processes (``datasets`` shards the list
+    in a builder's ``gen_kwargs``; see :mod:`lalm_eval.hub.builder`): same shards for any value.
 
     Returns ``(files, consumed)`` where ``files`` maps config → split → shard paths and
     ``consumed`` is ``consume(datasets_by_config)``, called while the Arrow cache still exists
     (use it to compute statistics).
     """
+    if num_proc is not None and (not isinstance(num_proc, int) or num_proc < 1):
+        raise ConfigError(f"num_proc must be a positive number of processes, got {num_proc!r}")
     from lalm_eval.audio.io import require_codec
 
     require_codec()  # datasets encodes every Audio row through torchcodec: say what is wrong first
@@ -34,7 +40,7 @@ def export_builders(make_builder: Callable[[str, str], datasets.DatasetBuilder],
         built = {}
         for config in configs:
             builder = make_builder(config, tmp)
-            builder.download_and_prepare()
+            builder.download_and_prepare(num_proc=num_proc if num_proc and num_proc > 1 else None)
             built[config] = builder.as_dataset()
         files = export_dataset_dict(built, out_dir)
         consumed = consume(built) if consume else None

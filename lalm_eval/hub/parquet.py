@@ -33,10 +33,15 @@ def _check_name(kind: str, name: str) -> None:
 
 
 def _batches(dataset: datasets.Dataset, rows: int):
-    """The dataset as Arrow tables of ``rows`` rows, in order, external media embedded."""
+    """The dataset as Arrow tables of ``rows`` rows, in order, external media embedded.
+
+    Each table is made one contiguous chunk: a dataset written by ``num_proc`` processes is
+    several Arrow files with record batches cut elsewhere, and the Parquet writer's pages (and
+    its dictionary-to-plain fallback) follow the chunks it is given, so without this the same
+    rows would give different bytes for different ``num_proc``."""
     schema = dataset.features.arrow_schema
     for table in dataset.with_format("arrow").iter(batch_size=rows):
-        table = table.cast(schema)  # attaches the ``huggingface`` features metadata
+        table = table.combine_chunks().cast(schema)  # cast attaches the ``huggingface`` features metadata
         yield embed_table_storage(table, remote_files=False)  # never reaches the network
 
 
