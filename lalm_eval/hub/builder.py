@@ -14,9 +14,10 @@
   :class:`~lalm_eval.registry.Registry` (``reader(corpus_dir, **options) -> ReaderResult``).
 
 Sharding for ``download_and_prepare(num_proc=N)``: a builder's ``_split_generators`` passes its
-work items as a *list* in ``gen_kwargs`` (:func:`shard_kwargs`); ``datasets`` splits that list
-into N contiguous runs, writes one run per process and renames the Arrow files in job order, so
-the rows come out in the same order for any N. The Parquet export re-batches the rows
+work items (planned clips, segments: positions in the plan) as the one *list* in ``gen_kwargs``
+(other values tuples or scalars); ``datasets`` splits that list into N contiguous runs, writes
+one run per process and renames the Arrow files in job order, so the rows come out in the same
+order for any N. The Parquet export writes them in single-chunk batches of a fixed row count
 (:mod:`lalm_eval.hub.parquet`), so the shards are byte-identical for any N.
 """
 
@@ -117,11 +118,3 @@ class BenchBuilder(datasets.GeneratorBasedBuilder):
             self._plan = self.make_plan()
         return self._plan
 
-
-def shard_kwargs(items: list, **fixed) -> dict:
-    """``gen_kwargs`` that ``datasets`` shards over ``items`` (a list) for ``num_proc`` > 1;
-    ``fixed`` values must not be lists (tuples are fine), or sharding is ambiguous."""
-    for key, value in fixed.items():
-        if isinstance(value, list):
-            raise TypeError(f"gen_kwargs {key!r} is a list: datasets would shard over it too; pass a tuple")
-    return {"items": list(items), **fixed}
