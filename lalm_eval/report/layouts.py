@@ -296,7 +296,7 @@ class _Cells:
 
 
 def _expand(nodes: Sequence[Mapping], rows: Sequence[Mapping], header: list[str], filters: list,
-            metrics: Sequence[str], missing: Mapping[str, str], scope: Sequence[Mapping]) -> list[_Column]:
+            metrics: Sequence[str], scope: Sequence[Mapping]) -> list[_Column]:
     """The leaf columns of a column tree. ``scope``: the rows matching the innermost field filter
     alone (what ``metric: "*"`` expands over); ``values: data`` lists the values present under the
     whole path."""
@@ -321,10 +321,9 @@ def _expand(nodes: Sequence[Mapping], rows: Sequence[Mapping], header: list[str]
             for v in values:  # "*" below expands over the rows of this value alone (same columns for
                 sub = [r for r in rows if _same(r.get(field), v)]  # every value of an outer field)
                 out += _expand(node["columns"], rows, header + [_label(node, v)], filters + [(field, v)],
-                               metrics, missing, sub)
+                               metrics, sub)
         else:
-            out += _expand(node["columns"], rows, header + [str(node.get("label", ""))], filters, metrics,
-                           missing, scope)
+            out += _expand(node["columns"], rows, header + [str(node.get("label", ""))], filters, metrics, scope)
     return out
 
 
@@ -350,7 +349,7 @@ def _grid(layout: Layout, rows: Sequence[Mapping], metrics: Sequence[str], missi
     spec = layout.spec
     if metric_override is not None:
         columns = _with_metric(columns, metric_override)
-    cols = _expand(columns, rows, [], [], metrics, missing, rows)
+    cols = _expand(columns, rows, [], [], metrics, rows)
     fields = list(spec.get("rows") or ["model"])
     cells = _Cells(int(spec.get("digits", 2)), missing)
     body = []
