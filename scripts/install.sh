@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# Install what lalm-eval needs on a fresh Debian/Ubuntu machine: FFmpeg libraries (datasets 5
-# decodes Audio through torchcodec, which loads them), the CPU build of torch, and the project
-# with its test tools. Idempotent: a second run installs nothing new.
+# Install lalm-eval the way the README tells users to, into a virtual environment of its own:
+#   1. FFmpeg's shared libraries (Debian packages; datasets 5 encodes/decodes Audio through
+#      torchcodec, which loads them) — apt-get when run as root, else the command to run
+#   2. python -m venv $LALM_VENV (default .venv; LALM_VENV=none installs into $PYTHON itself)
+#   3. pip install -e ".[$LALM_EXTRAS]" (default dev: the test tools and every extra the tests use;
+#      LALM_EXTRAS= installs the core alone). The pins in pyproject.toml (torch 2.13 + torchcodec
+#      0.13) make this resolve to a working CPU stack with no manual step; set
+#      PIP_EXTRA_INDEX_URL to PyTorch's CPU index elsewhere to get the CPU torch build.
+# Idempotent: a second run with the same pyproject.toml and extras installs nothing.
+# Prints the environment's bin folder last (scripts/main.sh and test.sh put it first on PATH).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+VENV=${LALM_VENV:-.venv}
+EXTRAS=${LALM_EXTRAS-dev}
 
 APT_PKGS=(libavutil57 libavcodec59 libavformat59 libavdevice59 libavfilter8 libswscale6 libswresample4)
 missing=()
@@ -19,8 +28,29 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-# torch first, pinned to the CPU build that these machines keep on disk; an already installed
-# torch (e.g. a CUDA build on a GPU machine) is left alone.
-"$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q "torch==2.13.0"
-# torchcodec 0.13 is the release that works with the CPU torch 2.13 (newer ones are CUDA builds).
-"$PY" -m pip install -q "torchcodec==0.13.0" -e ".[dev]"
+if [ "$VENV" = none ]; then
+  VPY=$PY
+else
+  if [ ! -x "$VENV/bin/python" ]; then
+    "$PY" -m venv "$VENV"
+    echo "install.sh: created $VENV" >&2
+  fi
+  VPY="$VENV/bin/python"
+fi
+
+target="."
+[ -n "$EXTRAS" ] && target=".[$EXTRAS]"
+# what was installed last: pyproject's hash and the extras; the same again installs nothing
+stamp_dir=$("$VPY" -c "import sys; print(sys.prefix)")
+stamp="$stamp_dir/.lalm-eval-install"
+want="$(sha256sum pyproject.toml | cut -c1-16) $target $(pwd)"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$VPY" -c "import lalm_eval" 2>/dev/null; then
+  echo "install.sh: $target already installed in $stamp_dir" >&2
+else
+  start=$(date +%s)
+  # quiet, without this machine's local-index notices
+  "$VPY" -m pip install -q -e "$target" 2>&1 | { grep -v -E "Location 'file:" >&2 || true; }
+  echo "$want" > "$stamp"
+  echo "install.sh: installed -e $target into $stamp_dir in $(( $(date +%s) - start ))s" >&2
+fi
+"$VPY" -c "import sys, os; print(os.path.dirname(sys.executable))"

