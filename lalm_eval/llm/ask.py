@@ -9,7 +9,7 @@ gives the follow-up message after an invalid reply (a rendered Jinja2 template m
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from lalm_eval.errors import DataError
 from lalm_eval.llm.base import LLMError, TextLLM, parse_json_reply, strip_thinking

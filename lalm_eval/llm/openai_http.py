@@ -146,7 +146,7 @@ class OpenAIChatLLM(TextLLM):
             if exc.code in _RETRY_STATUS:
                 raise _Retryable(f"HTTP status {exc.code}: {detail}") from None
             raise LLMError(f"POST {self.url} returned HTTP status {exc.code}: {detail}") from None
-        except (TimeoutError, socket.timeout) as exc:
+        except TimeoutError as exc:
             raise _Retryable(f"timed out after {self.timeout:g}s ({exc})") from None
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, (TimeoutError, socket.timeout)):
