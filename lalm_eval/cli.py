@@ -51,6 +51,9 @@ def eval_parser() -> argparse.ArgumentParser:
     ap.add_argument("--gen_kwargs", default="", help="k=v,k=v overriding every task's generation kwargs")
     ap.add_argument("--cache_dir", default=str(DEFAULT_CACHE), help="datasets, embeddings and response cache")
     ap.add_argument("--no_cache", action="store_true", help="do not read or write the response cache")
+    ap.add_argument("--stream_chunk", type=int, default=None,
+                    help="cache misses decoded and generated at a time (default 64; at least the batch size; "
+                         "0: decode every request first): peak memory grows with this, not with the docs")
     ap.add_argument("--judge", default=None,
                     help="text LLM for the llm_judge metrics: openai:model=M,base_url=URL[,concurrency=N], "
                          "hf:pretrained=DIR, or a preset: palm_paper[:base_url=URL] (PALM's judge, "
@@ -197,7 +200,7 @@ def run_eval(args) -> int:
 
         plan = plan_run(adapter, tasks, include_path=args.include_path, limit=args.limit,
                         gen_kwargs=_model_args(args.gen_kwargs), cache_dir=Path(args.cache_dir),
-                        use_cache=not args.no_cache)
+                        use_cache=not args.no_cache, stream_chunk=args.stream_chunk)
         print(format_plan(plan))
         if args.output_path:
             out = Path(args.output_path) / "dry_run.json"
@@ -212,7 +215,8 @@ def run_eval(args) -> int:
         judge_llm = judge_llm_from_spec(args.judge)
     run = evaluate(adapter, tasks, include_path=args.include_path, batch_size=args.batch_size, limit=args.limit,
                    gen_kwargs=_model_args(args.gen_kwargs), cache_dir=Path(args.cache_dir),
-                   use_cache=not args.no_cache, judge_llm=judge_llm, seed=args.seed)
+                   use_cache=not args.no_cache, judge_llm=judge_llm, seed=args.seed,
+                   stream_chunk=args.stream_chunk)
     budget = getattr(adapter, "budget", None)
     not_run = sum(r.get("samples", {}).get("failures", {}).get("budget", 0) for r in run["results"].values())
     if budget is not None:

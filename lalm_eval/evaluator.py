@@ -15,6 +15,7 @@ import logging
 import re
 import time
 from pathlib import Path
+from typing import Callable, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -22,13 +23,30 @@ from tqdm.auto import tqdm
 from lalm_eval.api import Request, Response
 from lalm_eval.audio.io import read_audio
 from lalm_eval.cache import CachedAdapter, ResponseCache, encoded_audio_id, request_key
-from lalm_eval.errors import AudioError, ConfigError
+from lalm_eval.errors import AudioError, ConfigError, LalmEvalError
 from lalm_eval.hub.load import load_dataset_fresh
 from lalm_eval.metrics.scoring import ScoreItem, ScoringContext, make_metric, metric_name, summarize
-from lalm_eval.parallel import generate_sharded
+from lalm_eval.parallel import common_keys, generate_sharded
 from lalm_eval.tasks import Task, TaskManager
 
 log = logging.getLogger(__name__)
+
+
+#: requests whose audio is decoded at once (``--stream_chunk``): cache misses only, built,
+#: decoded and generated a chunk at a time so that memory does not grow with the number of docs
+DEFAULT_STREAM_CHUNK = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class PendingDoc:
+    """A doc after the scan, before its audio is decoded: what its request needs besides the audio.
+    ``key`` comes from the hashes of the encoded audio bytes (None when the doc's audio is an array
+    or a path: its key needs the decoded samples)."""
+
+    doc_id: int
+    messages: tuple
+    subjects: tuple
+    key: str | None
 
 
 @dataclasses.dataclass
@@ -39,6 +57,11 @@ class TaskRun:
     doc_ids: list[int]
     errors: list[dict]  # {doc_id, error} for docs that never reached the model or failed there
     n_original: int
+    #: streaming (:func:`evaluate`): where each doc is read again to decode its audio (the dataset,
+    #: memory-mapped), and the docs not yet turned into requests; ``docs`` then hold no audio bytes
+    source: Sequence[dict] | None = None
+    pending: list[PendingDoc] = dataclasses.field(default_factory=list)
+    gen_kwargs: dict = dataclasses.field(default_factory=dict)
 
 
 def decode_audio(value) -> np.ndarray:
@@ -56,8 +79,10 @@ def decode_audio(value) -> np.ndarray:
     raise AudioError(f"cannot decode audio value of type {type(value).__name__}")
 
 
-def load_docs(task: Task, cache_dir: Path, limit: int | None, split: str | None = None) -> tuple[list[dict], int]:
-    """The task's docs of ``split`` (default: its ``test_split``), after ``process_docs``; and their count."""
+def open_docs(task: Task, cache_dir: Path, limit: int | None, split: str | None = None) -> tuple[Sequence[dict], int]:
+    """The task's docs of ``split`` (default: its ``test_split``), after ``process_docs``, read lazily:
+    a ``datasets.Dataset`` (memory-mapped Arrow, audio columns left encoded) or whatever sequence
+    ``process_docs`` returned; and the count before ``limit``."""
     import datasets
 
     cfg = task.config
@@ -73,7 +98,13 @@ def load_docs(task: Task, cache_dir: Path, limit: int | None, split: str | None 
     ds = task.process_docs(ds, dataset_path=str(path))  # hooks may open other configs of the same path
     n = len(ds)
     if limit is not None:
-        ds = ds.select(range(min(limit, n)))
+        ds = ds.select(range(min(limit, n))) if hasattr(ds, "select") else list(ds)[:limit]
+    return ds, n
+
+
+def load_docs(task: Task, cache_dir: Path, limit: int | None, split: str | None = None) -> tuple[list[dict], int]:
+    """The task's docs of ``split`` (default: its ``test_split``), after ``process_docs``; and their count."""
+    ds, n = open_docs(task, cache_dir, limit, split)
     return [dict(row) for row in ds], n
 
 
@@ -84,38 +115,114 @@ def _audio_id(value) -> str | None:
     return None
 
 
-def build_requests(task: Task, docs: list[dict], identity: dict, gen_kwargs: dict,
-                   cache: ResponseCache | None = None) -> TaskRun:
-    """One request per doc. Audio is decoded only for docs the cache cannot answer: a cached
-    doc's key comes from the hash of its encoded audio bytes, and its request carries no audio."""
+def light_doc(value):
+    """``value`` (a doc) without audio content: every ``bytes`` value and the ``array`` of a decoded
+    ``{"array", "sampling_rate"}`` become None, at any depth; the rest is kept (text fields, paths,
+    labels). What the scoring keeps of each doc while the run streams."""
+    if isinstance(value, (bytes, bytearray)):
+        return None
+    if isinstance(value, dict):
+        audio = "array" in value and "sampling_rate" in value
+        return {k: None if audio and k == "array" else light_doc(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(light_doc(v) for v in value)
+    return value
+
+
+def scan_docs(task: Task, docs: Sequence[dict], identity: dict, gen_kwargs: dict, light: bool = True) -> TaskRun:
+    """One :class:`PendingDoc` per doc (prompt, subjects, and the cache key from the encoded audio's
+    hash when every audio is encoded bytes), reading each doc once and decoding nothing. With
+    ``light`` the run keeps :func:`light_doc` copies for scoring and reads ``docs`` again (by
+    index) for the audio of the requests it has to send."""
     kwargs = {**task.gen_kwargs, **gen_kwargs}
-    meta = dict(task.config.metadata or {})  # Request.task_metadata (answer_kind, ...): not in the key
-    pending = []
+    pending, kept = [], []
     for doc_id, doc in enumerate(tqdm(docs, desc=f"{task.name}: requests", leave=False)):
-        raw = task.audio_of(doc)
-        ids = [_audio_id(a) for a in raw]
+        doc = dict(doc)
+        ids = [_audio_id(a) for a in task.audio_of(doc)]
         messages = tuple(task.messages(doc))
-        subjects = tuple(task.subjects_of(doc))
         key = (request_key(identity, task.task_hash, doc_id, (), list(messages), kwargs, audio_ids=ids)
                if all(ids) else None)
-        pending.append((doc_id, raw, messages, key, subjects))
-    cached = cache.get_many(p[3] for p in pending if p[3]) if cache is not None else {}
-    requests, doc_ids, errors = [], [], []
-    for doc_id, raw, messages, key, subjects in pending:
-        if key in cached:
-            requests.append(Request(task.name, doc_id, (), messages, kwargs, key, meta, subjects))
-            doc_ids.append(doc_id)
-            continue
-        try:
-            audios = tuple(decode_audio(a) for a in raw)
-        except AudioError as exc:
-            log.warning("%s doc %d: audio cannot be decoded (%s); excluded", task.name, doc_id, exc)
-            errors.append({"doc_id": doc_id, "error": f"audio: {exc}", "failure": "audio_decode"})
-            continue
-        key = key or request_key(identity, task.task_hash, doc_id, audios, list(messages), kwargs)
-        requests.append(Request(task.name, doc_id, audios, messages, kwargs, key, meta, subjects))
-        doc_ids.append(doc_id)
-    return TaskRun(task, docs, requests, doc_ids, errors, len(docs))
+        pending.append(PendingDoc(doc_id, messages, tuple(task.subjects_of(doc)), key))
+        kept.append(light_doc(doc) if light else doc)
+    return TaskRun(task, kept, [], [], [], len(kept), source=docs, pending=pending, gen_kwargs=kwargs)
+
+
+def _request(run: TaskRun, p: PendingDoc, audios: tuple, key: str) -> Request:
+    return Request(run.task.name, p.doc_id, audios, p.messages, run.gen_kwargs, key,
+                   dict(run.task.config.metadata or {}), p.subjects)
+
+
+def _decoded_request(run: TaskRun, p: PendingDoc, identity: dict) -> Request | None:
+    """The doc's request with its audio decoded (read again from ``run.source``); None, with the
+    error recorded in ``run.errors``, when the audio cannot be decoded."""
+    try:
+        audios = tuple(decode_audio(a) for a in run.task.audio_of(dict(run.source[p.doc_id])))
+    except AudioError as exc:
+        log.warning("%s doc %d: audio cannot be decoded (%s); excluded", run.task.name, p.doc_id, exc)
+        run.errors.append({"doc_id": p.doc_id, "error": f"audio: {exc}", "failure": "audio_decode"})
+        return None
+    key = p.key or request_key(identity, run.task.task_hash, p.doc_id, audios, list(p.messages), run.gen_kwargs)
+    return _request(run, p, audios, key)
+
+
+def stream_requests(runs: list[TaskRun], found: dict, identity: dict, chunk: int | None,
+                    handle: Callable[[list[Request]], list], keep: Callable[[Request], Request] | None = None
+                    ) -> list[list]:
+    """Turn every run's pending docs into ``run.requests`` / ``run.doc_ids``, in doc order, task
+    after task. A doc whose key is in ``found`` (the response cache) gets a request without audio
+    and ``found[key]`` as its result; the others are decoded and handed to ``handle`` (e.g.
+    generation) ``chunk`` at a time (None or 0: all at once), their requests then replaced by
+    ``keep(request)`` (default: the request as it is) so that the decoded audio can go. Returns,
+    per run, one result per request."""
+    out: list[list] = [[] for _ in runs]
+    buffer: list[tuple[int, int, Request]] = []
+
+    def flush() -> None:
+        if not buffer:
+            return
+        results = handle([r for _, _, r in buffer])
+        if len(results) != len(buffer):
+            raise LalmEvalError(f"{len(results)} results for {len(buffer)} requests")
+        for (ri, si, r), res in zip(buffer, results):
+            out[ri][si] = res
+            if keep is not None:
+                runs[ri].requests[si] = keep(r)
+        buffer.clear()
+
+    for ri, run in enumerate(runs):
+        for p in run.pending:
+            if p.key is not None and p.key in found:
+                run.requests.append(_request(run, p, (), p.key))
+                run.doc_ids.append(p.doc_id)
+                out[ri].append(found[p.key])
+                continue
+            request = _decoded_request(run, p, identity)
+            if request is None:
+                continue
+            run.requests.append(request)
+            run.doc_ids.append(p.doc_id)
+            out[ri].append(None)
+            buffer.append((ri, len(run.requests) - 1, request))
+            request = None  # the buffer holds the decoded audio now, and lets it go on flush
+            if chunk and len(buffer) >= chunk:
+                flush()
+        run.pending = []
+        if keep is not None:  # streaming: the task's docs are read; let the dataset's mapping go
+            run.source = None
+    flush()
+    return out
+
+
+def build_requests(task: Task, docs: list[dict], identity: dict, gen_kwargs: dict,
+                   cache: ResponseCache | None = None) -> TaskRun:
+    """One request per doc, all decoded at once (see :func:`evaluate` for the streamed run). Audio
+    is decoded only for docs the cache cannot answer: a cached doc's key comes from the hash of its
+    encoded audio bytes, and its request carries no audio."""
+    run = scan_docs(task, docs, identity, gen_kwargs, light=False)
+    found = cache.get_many(p.key for p in run.pending if p.key) if cache is not None else {}
+    stream_requests([run], found, identity, None, lambda requests: [None] * len(requests))
+    run.source = None
+    return run
 
 
 #: ``Response.meta`` keys copied into each sample row (see ``lalm_eval.api``)
@@ -253,29 +360,81 @@ def score(run: TaskRun, responses: list[Response], context: ScoringContext | Non
 
 def prepare_runs(adapter, task_names: list[str], *, include_path=None, limit=None, gen_kwargs: dict | None = None,
                  cache_dir: Path, cache: ResponseCache | None = None) -> tuple[TaskManager, list[Task], list[TaskRun]]:
-    """Tasks resolved and loaded, their docs read and turned into requests (cache-aware)."""
+    """Tasks resolved and loaded, their docs read and turned into requests (cache-aware), every
+    request's audio decoded at once (:func:`evaluate` streams instead)."""
+    manager, tasks, runs, found = scan_runs(adapter, task_names, include_path=include_path, limit=limit,
+                                            gen_kwargs=gen_kwargs, cache_dir=cache_dir, cache=cache, light=False)
+    stream_requests(runs, found, adapter.identity(), None, lambda requests: [None] * len(requests))
+    for run in runs:
+        run.source = None
+    return manager, tasks, runs
+
+
+def scan_runs(adapter, task_names: list[str], *, include_path=None, limit=None, gen_kwargs: dict | None = None,
+              cache_dir: Path, cache: ResponseCache | None = None, light: bool = True
+              ) -> tuple[TaskManager, list[Task], list[TaskRun], dict]:
+    """Tasks resolved and loaded, their docs scanned (:func:`scan_docs`: prompts and keys, no audio
+    decoded; with ``light`` docs kept without audio bytes), and the cached responses of the keyed
+    docs — those that every data-parallel process finds, so that all processes stream the same
+    misses."""
     manager = TaskManager(include_paths=include_path)
     tasks = [manager.load_task(n) for n in manager.resolve(task_names)]
     identity = adapter.identity()
     runs = []
     for task in tqdm(tasks, desc="loading tasks"):
-        docs, n_original = load_docs(task, cache_dir, limit)
-        run = build_requests(task, docs, identity, gen_kwargs or {}, cache)
+        docs, n_original = open_docs(task, cache_dir, limit)
+        run = scan_docs(task, docs, identity, gen_kwargs or {}, light=light)
         run.n_original = n_original
         runs.append(run)
-    return manager, tasks, runs
+    found = cache.get_many(p.key for run in runs for p in run.pending if p.key) if cache is not None else {}
+    agreed = common_keys(found)
+    return manager, tasks, runs, {k: v for k, v in found.items() if k in agreed}
+
+
+def stream_chunk_size(stream_chunk: int | None, batch_size, cache_chunk: int) -> int | None:
+    """Requests decoded at once: ``stream_chunk`` (None → :data:`DEFAULT_STREAM_CHUNK`; 0 → no
+    chunking, None returned), at least the batch size; above ``cache_chunk`` (the response cache's
+    commit chunk) rounded up to a multiple of it, so the adapter sees the same batches as in an
+    unchunked run."""
+    chunk = DEFAULT_STREAM_CHUNK if stream_chunk is None else stream_chunk
+    if not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 0:
+        raise ConfigError(f"stream_chunk must be a whole number >= 0 (0: no chunking), got {stream_chunk!r}")
+    if chunk == 0:
+        return None
+    if str(batch_size).isdigit():
+        chunk = max(chunk, int(batch_size))
+    if chunk > cache_chunk:
+        chunk = -(-chunk // cache_chunk) * cache_chunk
+    return chunk
+
+
+def _cache_chunk(batch_size) -> int:
+    """How many misses the response cache commits at a time (:class:`CachedAdapter` ``chunk_size``)."""
+    return max(64, 8 * int(batch_size) if str(batch_size).isdigit() else 64)
+
+
+def _shape_only(request: Request) -> Request:
+    """``request`` with each audio replaced by a zero-stride stand-in of its length (no memory): what
+    a cost estimate reads (lengths) without the samples."""
+    return dataclasses.replace(request, audios=tuple(np.broadcast_to(np.zeros((), np.float32), a.shape)
+                                                     for a in request.audios))
 
 
 def plan_run(adapter, task_names: list[str], *, include_path=None, limit=None, gen_kwargs: dict | None = None,
-             cache_dir: Path, use_cache: bool = True) -> dict:
+             cache_dir: Path, use_cache: bool = True, stream_chunk: int | None = None) -> dict:
     """What a run would send, without calling the model (``--dry_run``): per task and in total the
     requests, how many the response cache already answers (they cost nothing), the audio seconds
     of the rest, and — from an adapter with ``estimate(requests)`` (the API adapters) — its token
-    and price estimate for them."""
+    and price estimate for them. Audio is decoded ``stream_chunk`` requests at a time (cache misses
+    only) and only its length kept."""
     cache = ResponseCache(Path(cache_dir) / "responses.sqlite") if use_cache else None
-    _, _, runs = prepare_runs(adapter, task_names, include_path=include_path, limit=limit, gen_kwargs=gen_kwargs,
-                              cache_dir=cache_dir, cache=cache)
-    found = cache.get_many(r.key for run in runs for r in run.requests) if cache is not None else {}
+    _, _, runs, found = scan_runs(adapter, task_names, include_path=include_path, limit=limit,
+                                  gen_kwargs=gen_kwargs, cache_dir=cache_dir, cache=cache)
+    chunk = stream_chunk_size(stream_chunk, 1, _cache_chunk(1))
+    stream_requests(runs, found, adapter.identity(), chunk, lambda requests: [None] * len(requests), _shape_only)
+    decoded_keys = [r.key for run in runs for r in run.requests if r.key not in found]
+    if cache is not None:  # docs keyed by their decoded samples: now that their keys are known
+        found = {**found, **cache.get_many(decoded_keys)}
     estimate = getattr(adapter, "estimate", None)
     tasks, todo_all = {}, []
     for run in runs:
@@ -296,25 +455,36 @@ def plan_run(adapter, task_names: list[str], *, include_path=None, limit=None, g
     return {"tasks": tasks, "total": total}
 
 
+def _without_audio(request: Request) -> Request:
+    return dataclasses.replace(request, audios=())
+
+
 def evaluate(adapter, task_names: list[str], *, include_path=None, batch_size="1", limit=None,
              gen_kwargs: dict | None = None, cache_dir: Path, use_cache: bool = True, judge_llm=None,
-             seed: int = 0) -> dict:
-    """Everything the results file needs, plus per-task sample rows under ``"_samples"``."""
+             seed: int = 0, stream_chunk: int | None = None) -> dict:
+    """Everything the results file needs, plus per-task sample rows under ``"_samples"``.
+
+    Streamed: every task's docs are scanned first (prompts and cache keys from the encoded audio,
+    nothing decoded; cached answers looked up), then the cache misses are decoded and generated
+    ``stream_chunk`` at a time (:func:`stream_chunk_size`; default :data:`DEFAULT_STREAM_CHUNK`, 0:
+    all at once), across tasks in task and doc order, their audio dropped once answered. So at
+    most one chunk of decoded audio is alive, whatever the number of docs; cached answers never
+    decode audio. Requests, their order, the batches the adapter sees and the scores do not depend
+    on the chunk size."""
     t0 = time.perf_counter()
     cache = ResponseCache(Path(cache_dir) / "responses.sqlite") if use_cache else None
-    manager, tasks, runs = prepare_runs(adapter, task_names, include_path=include_path, limit=limit,
-                                        gen_kwargs=gen_kwargs, cache_dir=cache_dir, cache=cache)
+    manager, tasks, runs, found = scan_runs(adapter, task_names, include_path=include_path, limit=limit,
+                                            gen_kwargs=gen_kwargs, cache_dir=cache_dir, cache=cache)
     model = adapter
     if cache is not None:
-        model = CachedAdapter(adapter, cache,
-                              chunk_size=max(64, 8 * int(batch_size) if str(batch_size).isdigit() else 64))
-    all_requests = [r for run in runs for r in run.requests]
-    responses = generate_sharded(model, all_requests, batch_size)
-    results, samples, offset = {}, {}, 0
+        model = CachedAdapter(adapter, cache, chunk_size=_cache_chunk(batch_size))
+    chunk = stream_chunk_size(stream_chunk, batch_size, _cache_chunk(batch_size))
+    per_run = stream_requests(runs, found, adapter.identity(), chunk,
+                              lambda requests: generate_sharded(model, requests, batch_size), _without_audio)
+    responses = [r for part in per_run for r in part]
+    results, samples = {}, {}
     context = ScoringContext(judge_llm=judge_llm, cache_dir=Path(cache_dir), seed=seed)
-    for run in tqdm(runs, desc="scoring"):
-        part = responses[offset:offset + len(run.requests)]
-        offset += len(run.requests)
+    for run, part in zip(tqdm(runs, desc="scoring"), per_run):
         summary, rows, counters, info = score(run, part, context)
         results[run.task.name] = {"summary": summary, "counters": counters, "errors": run.errors, "metrics": info,
                                   "samples": sample_info(rows, run.errors),

@@ -173,13 +173,19 @@ def test_two_process_data_parallel_matches_one_process(task_dir, tmp_path):
     subprocess.run([sys.executable, "-m", "lalm_eval.cli", "make-tiny-model", "qwen2_audio", str(tiny)],
                    check=True, capture_output=True)
     common = ["--model", "qwen2_audio", "--model_args", f"pretrained={tiny}", "--tasks", "who_plain",
-              "--include_path", str(task_dir), "--batch_size", "2", "--no_cache", "--log_samples",
+              "--include_path", str(task_dir), "--batch_size", "2", "--log_samples",
               "--gen_kwargs", "max_new_tokens=6"]
+    # one process, unchunked, filling the response cache c1
     subprocess.run([sys.executable, "-m", "lalm_eval.cli", *common, "--output_path", str(tmp_path / "one"),
-                    "--cache_dir", str(tmp_path / "c1")], check=True, capture_output=True)
-    dp = subprocess.run(["torchrun", "--nproc_per_node", "2", "--master_port", "29517", "-m", "lalm_eval.cli", *common,
-                         "--output_path", str(tmp_path / "two"), "--cache_dir", str(tmp_path / "c2")],
-                        capture_output=True, text=True)
+                    "--cache_dir", str(tmp_path / "c1"), "--stream_chunk", "0"], check=True, capture_output=True)
+
+    def torchrun(*args):
+        return subprocess.run(["torchrun", "--nproc_per_node", "2", "--master_port", "29517", "-m", "lalm_eval.cli",
+                               *common, *args], capture_output=True, text=True)
+
+    # two processes, streamed 2 misses at a time: each chunk is split between the ranks
+    dp = torchrun("--output_path", str(tmp_path / "two"), "--cache_dir", str(tmp_path / "c2"), "--no_cache",
+                  "--stream_chunk", "2")
     assert dp.returncode == 0, dp.stderr[-2000:]
     assert len(glob.glob(str(tmp_path / "two" / "results_*.json"))) == 1  # only rank 0 writes
     assert "model calls: 3" in dp.stdout  # rank 0 generated its half of the 5 decodable docs
@@ -190,3 +196,97 @@ def test_two_process_data_parallel_matches_one_process(task_dir, tmp_path):
         return [(json.loads(x)["doc_id"], json.loads(x)["response"]) for x in open(path)]
 
     assert responses("two") == responses("one")
+    # two processes on the warm cache: they agree that every doc is answered, nothing is decoded or generated
+    warm = torchrun("--output_path", str(tmp_path / "warm"), "--cache_dir", str(tmp_path / "c1"), "--stream_chunk", "2")
+    assert warm.returncode == 0, warm.stderr[-2000:]
+    assert "cache: 5 hits, 0 misses" in warm.stdout and "model calls: 0" in warm.stdout
+    assert responses("warm") == responses("one")
+
+
+class Counting:
+    """``decode_audio`` wrapped: counts decodes and how many decoded arrays are alive at once."""
+
+    def __init__(self, monkeypatch):
+        import weakref
+
+        from lalm_eval import evaluator
+
+        real = evaluator.decode_audio
+        self.decoded = self.alive = self.peak = 0
+
+        def decode(value):
+            audio = real(value)
+            self.decoded += 1
+            self.alive += 1
+            self.peak = max(self.peak, self.alive)
+            weakref.finalize(audio, self._gone)
+            return audio
+
+        monkeypatch.setattr(evaluator, "decode_audio", decode)
+
+    def _gone(self):
+        self.alive -= 1
+
+
+def _comparable(run):
+    """The run without its timing; soundfile's decode errors name a BytesIO by its address."""
+    import re
+
+    kept = {k: run[k] for k in ("results", "groups", "_samples", "cache", "n_generated")}
+    return re.sub(r" at 0x[0-9a-f]+", "", json.dumps(kept, sort_keys=True, default=str))
+
+
+def test_streamed_run_holds_at_most_one_chunk_of_decoded_audio(task_dir, tmp_path, monkeypatch):
+    counting = Counting(monkeypatch)
+    first = evaluate(Scripted(), ["who"], include_path=[task_dir], cache_dir=tmp_path / "c", stream_chunk=2)
+    assert counting.decoded == 10  # 5 decodable docs x 2 tasks (doc 4's bytes are not audio)
+    assert counting.peak <= 2 and counting.alive == 0
+    # cached answers decode nothing: only the doc that failed in the model (not cached) is decoded again
+    counting.decoded = counting.peak = 0
+    again = evaluate(Scripted(), ["who"], include_path=[task_dir], cache_dir=tmp_path / "c", stream_chunk=2)
+    assert counting.decoded == 2 and again["cache"] == {"hits": 8, "misses": 2}
+    assert again["results"]["who_plain"]["summary"] == first["results"]["who_plain"]["summary"]
+    # the same run unchunked (--stream_chunk 0) decodes everything before generating: the bound is the chunk's
+    counting.decoded = counting.peak = 0
+    evaluate(Scripted(), ["who"], include_path=[task_dir], cache_dir=tmp_path / "c0", stream_chunk=0)
+    assert counting.decoded == 10 and counting.peak == 10
+
+
+def test_chunk_size_changes_neither_requests_nor_scores_nor_files(task_dir, tmp_path):
+    runs, seen, files = {}, {}, {}
+    for chunk in (0, 1, 3, None):
+        adapter = Scripted()
+        runs[chunk] = evaluate(adapter, ["who"], include_path=[task_dir], cache_dir=tmp_path / f"c{chunk}",
+                               stream_chunk=chunk, seed=3)
+        seen[chunk] = adapter.seen
+        out = write_outputs(runs[chunk], {"model": "scripted"}, tmp_path / f"out{chunk}", log_samples=True)
+        files[chunk] = {name: path.read_bytes() for name, path in out.items() if name.startswith("samples_")}
+    for chunk in (1, 3, None):
+        assert seen[chunk] == seen[0]  # same requests, same order
+        assert _comparable(runs[chunk]) == _comparable(runs[0])
+        assert files[chunk] == files[0] and len(files[0]) == 2
+
+
+def test_stream_chunk_size_rules():
+    from lalm_eval.errors import ConfigError
+    from lalm_eval.evaluator import DEFAULT_STREAM_CHUNK, stream_chunk_size
+
+    assert stream_chunk_size(None, "1", 64) == DEFAULT_STREAM_CHUNK
+    assert stream_chunk_size(0, "8", 64) is None  # all at once
+    assert stream_chunk_size(2, "4", 64) == 4  # at least one batch
+    assert stream_chunk_size(100, "8", 64) == 128  # a multiple of the cache's commit chunk: the same batches
+    assert stream_chunk_size(5, "auto", 64) == 5
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ConfigError, match="stream_chunk"):
+            stream_chunk_size(bad, "1", 64)
+
+
+def test_streamed_docs_keep_no_audio_bytes():
+    from lalm_eval.evaluator import light_doc
+
+    doc = {"question": "q", "audio": {"bytes": b"\x00" * 10, "path": "a.flac"},
+           "enrollment": [{"label": "Alice", "audio": {"bytes": b"x", "path": None}}],
+           "decoded": {"array": [0.1, 0.2], "sampling_rate": 16000}, "names": ("A", "B")}
+    assert light_doc(doc) == {"question": "q", "audio": {"bytes": None, "path": "a.flac"},
+                              "enrollment": [{"label": "Alice", "audio": {"bytes": None, "path": None}}],
+                              "decoded": {"array": None, "sampling_rate": 16000}, "names": ("A", "B")}
