@@ -11,6 +11,7 @@ samples, seconds of audio sent and heard, failures by kind, token usage, every d
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import re
 import time
@@ -62,6 +63,8 @@ class TaskRun:
     source: Sequence[dict] | None = None
     pending: list[PendingDoc] = dataclasses.field(default_factory=list)
     gen_kwargs: dict = dataclasses.field(default_factory=dict)
+    #: opens ``source`` again when it was let go after the scan (its memory-mapped pages leave the RSS)
+    reopen: Callable[[], Sequence[dict]] | None = None
 
 
 def decode_audio(value) -> np.ndarray:
@@ -155,6 +158,11 @@ def _request(run: TaskRun, p: PendingDoc, audios: tuple, key: str) -> Request:
 def _decoded_request(run: TaskRun, p: PendingDoc, identity: dict) -> Request | None:
     """The doc's request with its audio decoded (read again from ``run.source``); None, with the
     error recorded in ``run.errors``, when the audio cannot be decoded."""
+    if run.source is None and run.reopen is not None:
+        run.source = run.reopen()
+        if len(run.source) != len(run.docs):
+            raise LalmEvalError(f"{run.task.name}: the dataset changed during the run ({len(run.docs)} docs when "
+                                f"scanned, {len(run.source)} now)")
     try:
         audios = tuple(decode_audio(a) for a in run.task.audio_of(dict(run.source[p.doc_id])))
     except AudioError as exc:
@@ -374,7 +382,8 @@ def scan_runs(adapter, task_names: list[str], *, include_path=None, limit=None, 
               cache_dir: Path, cache: ResponseCache | None = None, light: bool = True
               ) -> tuple[TaskManager, list[Task], list[TaskRun], dict]:
     """Tasks resolved and loaded, their docs scanned (:func:`scan_docs`: prompts and keys, no audio
-    decoded; with ``light`` docs kept without audio bytes), and the cached responses of the keyed
+    decoded; with ``light`` docs kept without audio bytes and each dataset let go until its misses
+    are decoded, so its memory-mapped pages leave the RSS), and the cached responses of the keyed
     docs — those that every data-parallel process finds, so that all processes stream the same
     misses."""
     manager = TaskManager(include_paths=include_path)
@@ -385,10 +394,16 @@ def scan_runs(adapter, task_names: list[str], *, include_path=None, limit=None, 
         docs, n_original = open_docs(task, cache_dir, limit)
         run = scan_docs(task, docs, identity, gen_kwargs or {}, light=light)
         run.n_original = n_original
+        if light:  # the mapped rows leave the RSS now; the dataset is opened again for the misses
+            run.source, run.reopen = None, functools.partial(_reopened, task, cache_dir, limit)
         runs.append(run)
     found = cache.get_many(p.key for run in runs for p in run.pending if p.key) if cache is not None else {}
     agreed = common_keys(found)
     return manager, tasks, runs, {k: v for k, v in found.items() if k in agreed}
+
+
+def _reopened(task: Task, cache_dir: Path, limit: int | None) -> Sequence[dict]:
+    return open_docs(task, cache_dir, limit)[0]
 
 
 def stream_chunk_size(stream_chunk: int | None, batch_size, cache_chunk: int) -> int | None:
