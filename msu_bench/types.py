@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from lalm_eval.hub.builder import ReaderResult
+from lalm_eval.hub.readers import ReaderResult
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +82,6 @@ class Conversation:
 @dataclasses.dataclass
 class ReadReport(ReaderResult):
     """What a reader kept (``conversations``) and what it skipped (``skips``: each a
-    :class:`~lalm_eval.hub.builder.Skip` with its file and reason; ``n_skipped``)."""
+    :class:`~lalm_eval.hub.readers.Skip` with its file and reason; ``n_skipped``)."""
 
     conversations: list[Conversation]

@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 
 from lalm_eval.errors import ConfigError
-from lalm_eval.hub.builder import BenchBuilder, BenchBuilderConfig, ReaderResult, Skip, SkipLog, skip_records
+from lalm_eval.hub.builder import BenchBuilder, BenchBuilderConfig
+from lalm_eval.hub.readers import ReaderResult, Skip, SkipLog, skip_records
 from msu_bench.builder import MsuBench, MsuBenchConfig
 from msu_bench.corpora import READERS as MSU_READERS
 from msu_bench.corpora import make_conversation

@@ -9,7 +9,7 @@ import yaml
 from lalm_eval.audio.io import write_audio
 from lalm_eval.errors import ConfigError, DataError
 from palm_bench.corpus.embedded import INTEREST_FIELDS, PROFILE_FIELDS
-from lalm_eval.hub.builder import ReaderResult, Skip
+from lalm_eval.hub.readers import ReaderResult, Skip
 from palm_bench.corpus.folder import prepare_folder
 from palm_bench.corpus.ncssd import load_speaker_map, prepare_ncssd
 from palm_bench.corpus.types import Corpus

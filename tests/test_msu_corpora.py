@@ -9,7 +9,7 @@ import pytest
 import soundfile as sf
 
 from lalm_eval.errors import ConfigError, DataError
-from lalm_eval.hub.builder import Skip
+from lalm_eval.hub.readers import Skip
 from msu_bench.corpora import (parse_clock, prepare_alimeeting, prepare_chime6, prepare_magicdata,
                                prepare_rttm)
 

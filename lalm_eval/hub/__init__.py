@@ -9,19 +9,26 @@ Typical use::
     push_folder(out_dir, "org/name", dry_run=True)
 """
 
-from lalm_eval.hub.card import (
-    CARD_NAME,
-    CardError,
-    check_card,
-    configs_yaml_block,
-    feature_rows,
-    front_matter,
-    render_card,
-    validate_card,
-    write_card,
-)
-from lalm_eval.hub.parquet import export_dataset_dict, file_sha256, write_split
-from lalm_eval.hub.push import PushReport, push_folder, upload_files
+import importlib
+
+# Names resolve on first use (PEP 562), so importing a light submodule such as
+# ``lalm_eval.hub.readers`` (corpus readers, ``corpus-info``) does not load datasets,
+# huggingface_hub and Jinja2 through this package.
+_WHERE = {
+    **dict.fromkeys(["CARD_NAME", "CardError", "check_card", "configs_yaml_block", "feature_rows", "front_matter",
+                     "render_card", "validate_card", "write_card"], "card"),
+    **dict.fromkeys(["export_dataset_dict", "file_sha256", "write_split"], "parquet"),
+    **dict.fromkeys(["PushReport", "push_folder", "upload_files"], "push"),
+}
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        value = getattr(importlib.import_module(f"lalm_eval.hub.{_WHERE[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'lalm_eval.hub' has no attribute {name!r}")
+
 
 __all__ = [
     "CARD_NAME",

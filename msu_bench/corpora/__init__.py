@@ -31,8 +31,8 @@ from pathlib import Path
 import soundfile as sf
 
 from lalm_eval.errors import ConfigError, DataError
-from lalm_eval.hub.builder import Skip, require_corpus_dir
-from lalm_eval.hub.builder import read_corpus as _read_with
+from lalm_eval.hub.readers import Skip, require_corpus_dir
+from lalm_eval.hub.readers import read_corpus as _read_with
 from lalm_eval.registry import Registry
 from msu_bench.types import Conversation, ReadReport, SpeakerInfo, Turn
 

@@ -38,7 +38,7 @@ from praatio.utilities.errors import PraatioException
 from praatio.utilities.textgrid_io import parseTextgridStr
 
 from lalm_eval.errors import DataError
-from lalm_eval.hub.builder import Skip
+from lalm_eval.hub.readers import Skip
 from msu_bench.corpora import (check_option, make_conversation, normalize_gender, require_dir,
                                require_some)
 from msu_bench.types import ReadReport, SpeakerInfo

@@ -30,7 +30,7 @@ from collections import Counter
 from pathlib import Path
 
 from lalm_eval.errors import DataError
-from lalm_eval.hub.builder import Skip
+from lalm_eval.hub.readers import Skip
 from msu_bench.corpora import check_option, make_conversation, require_dir, require_some, strip_tags
 from msu_bench.types import ReadReport, SpeakerInfo
 

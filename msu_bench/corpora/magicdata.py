@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from lalm_eval.hub.builder import Skip
+from lalm_eval.hub.readers import Skip
 from msu_bench.corpora import make_conversation, normalize_gender, require_dir, require_some, strip_tags
 from msu_bench.types import ReadReport, SpeakerInfo
 

@@ -43,7 +43,7 @@ from pathlib import Path
 import yaml
 
 from lalm_eval.errors import ConfigError, DataError
-from lalm_eval.hub.builder import Skip
+from lalm_eval.hub.readers import Skip
 from msu_bench.corpora import make_conversation, require_dir, require_some
 from msu_bench.types import ReadReport
 

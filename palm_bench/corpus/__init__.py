@@ -13,7 +13,7 @@ group ``palm_bench.corpus_readers``.
 
 from __future__ import annotations
 
-from lalm_eval.hub.builder import read_corpus as _read_with
+from lalm_eval.hub.readers import read_corpus as _read_with
 from lalm_eval.registry import Registry
 
 READERS = Registry("PALM-Bench corpus reader", entry_point_group="palm_bench.corpus_readers")

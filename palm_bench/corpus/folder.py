@@ -36,7 +36,7 @@ import soundfile as sf
 import yaml
 
 from lalm_eval.errors import ConfigError, DataError
-from lalm_eval.hub.builder import Skip, SkipLog, require_corpus_dir
+from lalm_eval.hub.readers import Skip, SkipLog, require_corpus_dir
 from palm_bench.corpus.embedded import INTEREST_FIELDS, PROFILE_FIELDS, ROLES, _require
 from palm_bench.corpus.types import Corpus, Speaker, Utterance
 

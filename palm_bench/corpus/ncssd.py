@@ -40,7 +40,7 @@ from pathlib import Path
 import yaml
 
 from lalm_eval.errors import ConfigError, DataError
-from lalm_eval.hub.builder import require_corpus_dir
+from lalm_eval.hub.readers import require_corpus_dir
 from palm_bench.corpus.folder import (SkipItem, SkipLog, build_corpus, make_utterance, natural_key, probe_audio,
                                       read_transcript)
 from palm_bench.corpus.types import Corpus

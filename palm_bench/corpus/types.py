@@ -2,8 +2,8 @@
 
 Every corpus reader (embedded, NCSSD, a generic folder; registered in
 :data:`palm_bench.corpus.READERS`) returns a :class:`Corpus`, so the builder never cares where the
-speech came from. A :class:`Corpus` is a :class:`~lalm_eval.hub.builder.ReaderResult`: it carries
-the items its reader skipped (``skips``, each a :class:`~lalm_eval.hub.builder.Skip`).
+speech came from. A :class:`Corpus` is a :class:`~lalm_eval.hub.readers.ReaderResult`: it carries
+the items its reader skipped (``skips``, each a :class:`~lalm_eval.hub.readers.Skip`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 
 from lalm_eval.audio.io import TARGET_SR, read_audio
 from lalm_eval.errors import UnknownNameError
-from lalm_eval.hub.builder import ReaderResult
+from lalm_eval.hub.readers import ReaderResult
 
 
 @dataclasses.dataclass(frozen=True)
