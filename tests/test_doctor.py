@@ -146,7 +146,7 @@ def test_doctor_core_path_exits_zero_and_says_what_is_missing(capsys, no_vllm_no
     assert "round trip ok" in _line(out, "torchcodec (decoding)")
     assert "2.0 MB in 1 files" in _line(out, "cache directory")
     assert "palm (" in _line(out, "task folders") and "msu (" in _line(out, "task folders")
-    vllm = _line(out, "extra [vllm]")
+    vllm = _line(out, "vllm")
     assert vllm.startswith("missing ") and "bash scripts/install_vllm.sh" in vllm
     assert _line(out, "key for openai_audio").startswith("missing ")
     assert _line(out, "key for gemini").startswith("missing ")
@@ -156,8 +156,8 @@ def test_doctor_core_path_exits_zero_and_says_what_is_missing(capsys, no_vllm_no
 def test_doctor_model_vllm_without_vllm_exits_nonzero(capsys, no_vllm_no_keys):
     rc, out = _run_doctor(capsys, "--model", "vllm")
     assert rc == 1
-    assert _line(out, "extra [vllm]").startswith("FAIL ")
-    assert "problem(s) for --model vllm: extra [vllm]" in out.strip().splitlines()[-1]
+    assert _line(out, "vllm").startswith("FAIL ")
+    assert "problem(s) for --model vllm: vllm" in out.strip().splitlines()[-1]
 
 
 def test_doctor_never_prints_a_key_and_needs_one_for_remote_api(capsys, no_vllm_no_keys, monkeypatch):
@@ -193,7 +193,7 @@ def test_doctor_is_a_lalm_eval_subcommand(capsys, no_vllm_no_keys):
     from lalm_eval.cli import main
 
     assert main(["doctor", "--model", "vllm"]) == 1
-    assert "extra [vllm]" in capsys.readouterr().out
+    assert "vllm" in capsys.readouterr().out
 
 
 def test_missing_extra_is_a_config_error_naming_it(monkeypatch):

