@@ -7,14 +7,13 @@ caller's order), and decodes only the new tokens.
 
 transformers and torch are imported, and the model loaded, on the first :meth:`complete`, so a
 rescoring served entirely from a judge cache never loads the model. :attr:`settings` records the
-model path and a weights fingerprint — SHA-256 over ``config.json``, ``generation_config.json``
-and, for every weight file, its name, size and first and last MiB — plus the Hub commit when the
-path is a Hub snapshot, so a cache keyed on these settings never serves replies of other weights.
+model path and a weights fingerprint (:func:`lalm_eval.fingerprint.model_fingerprint`: every
+model file by its whole content, or the Hub commit of a Hub snapshot) plus that commit, so a cache
+keyed on these settings never serves replies of other weights.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from pathlib import Path
 from typing import Any
@@ -24,32 +23,15 @@ from lalm_eval.llm.base import LLMError, Messages, TextLLM, check_batch
 
 log = logging.getLogger(__name__)
 
-_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
-_EDGE = 1 << 20  # bytes read from each end of a weight file for the fingerprint
 _CALL_SETTINGS = {"temperature", "max_tokens", "max_new_tokens"}
 
 
 def weights_fingerprint(folder: str | Path) -> str:
-    """SHA-256 hex digest identifying the model files in ``folder`` without reading them whole."""
-    folder = Path(folder)
-    h = hashlib.sha256()
-    for name in ("config.json", "generation_config.json"):
-        path = folder / name
-        if path.is_file():
-            h.update(f"{name}\0".encode())
-            h.update(path.read_bytes())
-    weights = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in _WEIGHT_SUFFIXES)
-    if not weights:
-        raise ConfigError(f"{folder}: no weight files ({', '.join(_WEIGHT_SUFFIXES)}) to fingerprint")
-    for path in weights:
-        size = path.stat().st_size
-        h.update(f"{path.relative_to(folder).as_posix()}\0{size}\0".encode())
-        with path.open("rb") as f:
-            h.update(f.read(_EDGE))
-            if size > 2 * _EDGE:
-                f.seek(size - _EDGE)
-                h.update(f.read(_EDGE))
-    return h.hexdigest()
+    """:func:`lalm_eval.fingerprint.model_fingerprint` of the model files in ``folder`` (whole
+    contents, digests cached; a Hub snapshot by its commit); a folder without weights is an error."""
+    from lalm_eval.fingerprint import model_fingerprint
+
+    return model_fingerprint(folder, require_weights=True)
 
 
 class TransformersChatLLM(TextLLM):

@@ -103,6 +103,15 @@ def resolve_backbone(backbone: str | None = None, num_layers: int | None = None)
     return _Backbone(str(folder.resolve()), name, int(num_layers))
 
 
+def backbone_fingerprint(backbone: _Backbone | str) -> str:
+    """What identifies a backbone's scores (the metric-value cache's key): the
+    :func:`lalm_eval.fingerprint.model_fingerprint` of its folder — every model file by its whole
+    content, so a retrained backbone of the same size and file names is never served old scores."""
+    from lalm_eval.fingerprint import model_fingerprint
+
+    return model_fingerprint(backbone.path if isinstance(backbone, _Backbone) else backbone)
+
+
 def _resolve_device(device: str | None) -> str:
     if device is not None:
         return device

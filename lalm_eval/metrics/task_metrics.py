@@ -59,12 +59,12 @@ class BertScoreMetric(Metric):
     OPTIONS = ("backbone", "num_layers", "batch_size", "device")
 
     def compute(self, items: list[ScoreItem]) -> MetricResult:
-        from lalm_eval.metrics.bertscore import bertscore, resolve_backbone
+        from lalm_eval.metrics.bertscore import backbone_fingerprint, bertscore, resolve_backbone
 
         if not items:
             return MetricResult([], [])
         backbone = resolve_backbone(self.options.get("backbone"), self.options.get("num_layers"))
-        keys = [_value_key("bertscore", _folder_fingerprint(backbone.path), backbone.num_layers,
+        keys = [_value_key("bertscore", backbone_fingerprint(backbone), backbone.num_layers,
                            i.prediction, i.reference) for i in items]
         store = _value_store(self.context)
         found = store.get_many(keys) if store is not None else {}
@@ -83,20 +83,6 @@ class BertScoreMetric(Metric):
         return MetricResult([values[key] for key in keys], [None] * len(items),
                             extra={"backbone": backbone.name, "num_layers": backbone.num_layers,
                                    "computed": len(todo), "from_cache": len(items) - len(todo)})
-
-
-def _folder_fingerprint(folder: str) -> str:
-    """config.json's bytes and the weight files' names and sizes: changes when the model does."""
-    import hashlib
-    from pathlib import Path
-
-    h = hashlib.sha256()
-    for path in sorted(Path(folder).iterdir()):
-        if path.name == "config.json":
-            h.update(path.read_bytes())
-        elif path.suffix in (".safetensors", ".bin"):
-            h.update(f"{path.name}:{path.stat().st_size}".encode())
-    return h.hexdigest()
 
 
 def _value_key(*parts) -> str:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import logging
 from pathlib import Path
 
@@ -56,60 +55,32 @@ from lalm_eval.models.batching import (
 from lalm_eval.models.long_audio import LongAudioError, fit_request, resolve_policy
 
 log = logging.getLogger(__name__)
-#: files whose bytes enter the identity hash (besides the weights), when present
+#: small files fetched to resolve a Hub id's commit (the identity of a Hub model is its commit)
 HASHED_FILES = ("config.json", "generation_config.json", "preprocessor_config.json", "processor_config.json",
                 "chat_template.jinja", "chat_template.json", "tokenizer_config.json", "tokenizer.json",
                 "model.safetensors.index.json", "pytorch_model.bin.index.json")
 
 
-def fingerprint(pretrained: str, samples: int = 8, chunk: int = 1 << 16) -> str:
-    """sha256 of a model's config/processor files and weights, without reading all the weights.
+def fingerprint(pretrained: str) -> str:
+    """The model's :func:`lalm_eval.fingerprint.model_fingerprint`: a folder's weights, configs,
+    tokenizer/processor files and remote code by their whole content (digests cached by path, size,
+    mtime and ctime, so a big folder is read once); a Hub id by its resolved commit."""
+    from lalm_eval.fingerprint import model_fingerprint, resolve_hub
 
-    Folder: the :data:`HASHED_FILES` present, then per ``*.safetensors``/``*.bin`` its name, size,
-    safetensors header (names, dtypes, shapes, offsets) and ``samples`` evenly spaced ``chunk``-byte
-    slices, first and last included: cheap for 15 GB; a full fine-tune changes them, an edit of a
-    few tensors between the slices would not. Hub id: those files of the cached snapshot + its
-    commit id (the folder name), which pins the weights. No mtimes.
-    """
     folder = Path(pretrained).expanduser()
-    hub = not folder.is_dir()
-    if hub:
-        from huggingface_hub import snapshot_download
-
-        try:  # the small files only; offline, huggingface_hub answers from its cache
-            folder = Path(snapshot_download(pretrained, allow_patterns=list(HASHED_FILES)))
-        except Exception as exc:
-            raise ConfigError(f"model {pretrained!r}: not a folder, not found on the Hub ({exc})") from exc
+    if not folder.is_dir():
+        folder = resolve_hub(str(pretrained), HASHED_FILES)
     if not (folder / "config.json").is_file():
         raise ConfigError(f"{folder}: no config.json, not a transformers model folder")
-    h = hashlib.sha256()
-
-    def add(name: str, data: bytes) -> None:
-        h.update(name.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
-
-    for name in HASHED_FILES:
-        if (folder / name).is_file():
-            add(name, (folder / name).read_bytes())
-    if hub:
-        add("commit", folder.name.encode())
-    for path in [] if hub else sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")):
-        size = path.stat().st_size
-        with open(path, "rb") as f:
-            data = f.read(int.from_bytes(f.read(8), "little")) if path.suffix == ".safetensors" else b""
-            for k in range(samples):  # from the first byte to the last
-                f.seek(max(0, size - chunk) * k // max(1, samples - 1))
-                data += f.read(chunk)
-        add(path.name, str(size).encode() + data)
-    return h.hexdigest()
+    return model_fingerprint(folder)
 
 
 def _folder_hash(folder: Path, patterns: tuple[str, ...]) -> str:
-    """sha256 of the names and bytes of the files of ``folder`` matching ``patterns`` (small files:
-    peft adapters)."""
-    h = hashlib.sha256()
-    for path in sorted({p for pat in patterns for p in folder.glob(pat) if p.is_file()}):
-        h.update(path.name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
-    return h.hexdigest()
+    """The :func:`lalm_eval.fingerprint.folder_fingerprint` of the files of ``folder`` matching
+    ``patterns`` (a peft adapter's config and weights)."""
+    from lalm_eval.fingerprint import folder_fingerprint
+
+    return folder_fingerprint(folder, sorted({p for pat in patterns for p in folder.glob(pat) if p.is_file()}))
 
 
 def _config_dict(pretrained: str) -> dict:
