@@ -22,10 +22,9 @@ from pathlib import Path
 
 import datasets
 import numpy as np
-import soundfile as sf
 
-from lalm_eval.audio.io import TARGET_SR, encode_audio, read_audio, resample, to_mono
-from lalm_eval.errors import AudioError, ConfigError
+from lalm_eval.audio.io import TARGET_SR, encode_audio, read_audio, read_audio_span
+from lalm_eval.errors import ConfigError
 from msu_bench.mcq import McqReport, read_mcq_release
 
 log = logging.getLogger(__name__)
@@ -71,17 +70,9 @@ FEATURES = datasets.Features({
 
 
 def cut(path: Path, start: float, end: float) -> np.ndarray:
-    """Seconds ``start``-``end`` of an audio file as 16 kHz mono float32, reading those frames only."""
-    try:
-        with sf.SoundFile(str(path)) as f:
-            sr, first = f.samplerate, max(0, int(round(start * f.samplerate)))
-            f.seek(min(first, f.frames))
-            frames = f.read(max(0, min(int(round(end * sr)), f.frames) - first), dtype="float32", always_2d=True)
-    except (RuntimeError, sf.LibsndfileError) as exc:
-        raise AudioError(f"{path}: cannot read {start}-{end} s ({exc})") from exc
-    if not len(frames):
-        raise AudioError(f"{path}: no samples between {start} and {end} s")
-    return resample(to_mono(frames), sr, TARGET_SR)
+    """Seconds ``start``-``end`` of an audio file as 16 kHz mono float32, reading those frames only;
+    the release's times are clamped to the file (an :class:`AudioError` when nothing is left)."""
+    return read_audio_span(path, start, end - start, TARGET_SR, clamp=True)[0]
 
 
 @dataclasses.dataclass

@@ -91,3 +91,66 @@ def test_ogg_checksums_are_valid_after_serial_fix(tmp_path):
     assert len(sf.read(path)[0]) == 48000
     with pytest.raises(sf.LibsndfileError):  # the CRC check refuses the page
         sf.read(tmp_path / "bad.opus")
+
+
+# -- ranged reads (read_audio_span): the raising mode (segments) and the clamping mode (release clips) --
+
+def _ramp_wav(path, seconds, sr):
+    """A mono 16-bit wav whose every sample differs from its neighbours (so slices can be told apart)."""
+    import soundfile as sf
+
+    n = int(seconds * sr)
+    x = ((np.arange(n) % 2000) / 2000.0 - 0.5).astype(np.float32)
+    sf.write(path, x, sr, subtype="PCM_16")
+    return sf.read(path, dtype="float32")[0]  # as stored (16-bit)
+
+
+def test_span_clamped_at_the_file_end(tmp_path):
+    from lalm_eval.audio.io import read_audio_span
+
+    x = _ramp_wav(tmp_path / "r.wav", 3.0, 16000)  # 48000 frames
+    y, sr = read_audio_span(tmp_path / "r.wav", 2.5, 1.0, clamp=True)  # asks 2.5-3.5 s: 2.5-3.0 s is there
+    assert sr == 16000 and len(y) == 8000 and np.array_equal(y, x[40000:48000])
+    y, _ = read_audio_span(tmp_path / "r.wav", -0.5, 1.0, clamp=True)  # -0.5-0.5 s → 0-0.5 s
+    assert len(y) == 8000 and np.array_equal(y, x[:8000])
+    y, _ = read_audio_span(tmp_path / "r.wav", 1.0, 0.5, clamp=True)  # inside: unchanged
+    assert np.array_equal(y, x[16000:24000])
+
+
+def test_span_clamped_resamples_the_frames_left(tmp_path):
+    from lalm_eval.audio.io import read_audio_span
+
+    _ramp_wav(tmp_path / "r8.wav", 2.0, 8000)  # 16000 frames at 8 kHz
+    y, sr = read_audio_span(tmp_path / "r8.wav", 1.5, 1.0, clamp=True)  # 1.5-2.0 s: 4000 frames → 8000 at 16 kHz
+    assert sr == 16000 and len(y) == 8000
+
+
+def test_span_with_nothing_in_the_file_is_an_error_in_both_modes(tmp_path):
+    from lalm_eval.audio.io import read_audio_span
+
+    _ramp_wav(tmp_path / "r.wav", 3.0, 16000)
+    for clamp in (True, False):
+        with pytest.raises(AudioError, match=r"r\.wav: span 3\.500\+1\.000 s lies outside the file \(3\.000 s long\)"):
+            read_audio_span(tmp_path / "r.wav", 3.5, 1.0, clamp=clamp)
+
+
+def test_span_past_the_end_raises_naming_the_file_and_its_real_span(tmp_path):
+    from lalm_eval.audio.io import read_audio_span
+
+    x = _ramp_wav(tmp_path / "r.wav", 3.0, 16000)
+    with pytest.raises(AudioError, match=r"r\.wav: span 2\.500\+1\.000 s lies outside the file \(3\.000 s long\)"):
+        read_audio_span(tmp_path / "r.wav", 2.5, 1.0)
+    with pytest.raises(AudioError, match=r"span -0\.500\+1\.000 s lies outside the file \(3\.000 s long\)"):
+        read_audio_span(tmp_path / "r.wav", -0.5, 1.0)
+    y, _ = read_audio_span(tmp_path / "r.wav", 2.995, 0.01)  # 5 ms past the end: within the 10 ms tolerance, padded
+    assert len(y) == 160 and np.array_equal(y[:80], x[47920:48000]) and not y[80:].any()
+
+
+def test_release_clips_are_cut_clamped(tmp_path):
+    """msu_bench's release clips go through the same ranged read, clamped (times past the end are cut)."""
+    from msu_bench.mcq_builder import cut
+
+    x = _ramp_wav(tmp_path / "r.wav", 3.0, 16000)
+    assert np.array_equal(cut(tmp_path / "r.wav", 2.0, 3.4), x[32000:48000])
+    with pytest.raises(AudioError, match=r"r\.wav: span"):
+        cut(tmp_path / "r.wav", 3.2, 3.4)

@@ -61,13 +61,19 @@ def read_audio(source, target_sr: int | None = TARGET_SR) -> tuple[np.ndarray, i
     return audio, int(sr)
 
 
-def read_audio_span(path, start_s: float, duration_s: float, target_sr: int | None = TARGET_SR) -> tuple[np.ndarray, int]:
+def read_audio_span(path, start_s: float, duration_s: float, target_sr: int | None = TARGET_SR, *,
+                    clamp: bool = False) -> tuple[np.ndarray, int]:
     """``duration_s`` seconds of ``path`` from ``start_s``, float32 mono, decoding only those frames
     (``soundfile`` seek + read: a 2-minute segment of a multi-hour session costs 2 minutes).
 
-    With ``target_sr`` the span is resampled and then trimmed or zero-padded to exactly
-    ``round(duration_s * target_sr)`` samples. A span that runs past the end is an
-    :class:`AudioError` naming the file, the span and the file's length.
+    ``clamp=False`` (segments that must lie in the recording): a span that runs past the end (by
+    more than 10 ms), starts before 0 or is empty is an :class:`AudioError` naming the file, the
+    span and the file's length; with ``target_sr`` the span is resampled and then trimmed or
+    zero-padded to exactly ``round(duration_s * target_sr)`` samples.
+    ``clamp=True`` (times written by others, e.g. a release's clip times): the span is cut to the
+    file, ``[max(0, start), min(start + duration, length)]``, and resampled to
+    ``round(frames * target_sr / sr)`` samples of those frames; only a span with no frame left in
+    the file is an :class:`AudioError` (naming the file, the span and the file's length).
     """
     name = str(path)
     if not Path(path).is_file():
@@ -76,7 +82,14 @@ def read_audio_span(path, start_s: float, duration_s: float, target_sr: int | No
         with sf.SoundFile(name) as handle:
             sr, total = int(handle.samplerate), handle.frames
             first, count = int(round(start_s * sr)), int(round(duration_s * sr))
-            if start_s < 0 or duration_s <= 0 or first >= total or first + count > total + round(0.01 * sr):
+            if clamp:
+                last = min(int(round((start_s + duration_s) * sr)), total)
+                first = max(0, first)
+                count = last - first
+                bad = count <= 0
+            else:
+                bad = start_s < 0 or duration_s <= 0 or first >= total or first + count > total + round(0.01 * sr)
+            if bad:
                 raise AudioError(f"{name}: span {start_s:.3f}+{duration_s:.3f} s lies outside the file "
                                  f"({total / sr:.3f} s long)")
             handle.seek(first)
@@ -88,7 +101,8 @@ def read_audio_span(path, start_s: float, duration_s: float, target_sr: int | No
         raise AudioError(f"{name}: audio contains NaN or infinite samples")
     if target_sr is None:
         return audio, sr
-    audio, want = resample(audio, sr, target_sr), int(round(duration_s * target_sr))
+    want = int(round((count / sr if clamp else duration_s) * target_sr))
+    audio = resample(audio, sr, target_sr)
     audio = audio[:want] if len(audio) >= want else np.pad(audio, (0, want - len(audio)))
     return audio.astype(np.float32), int(target_sr)
 
