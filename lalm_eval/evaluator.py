@@ -15,8 +15,8 @@ import functools
 import logging
 import re
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm

@@ -25,8 +25,8 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from lalm_eval.errors import ConfigError, LalmEvalError
 from lalm_eval.sqlite_store import SqliteStore
