@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lalm_eval.hub.readers import skip_records
 from msu_bench.plan import MsuConfig, _relative
 from msu_bench.segments import SegmentRule, select_segments
 from msu_bench.types import ReadReport
@@ -32,7 +33,7 @@ def corpus_statistics(report: ReadReport, cfg: MsuConfig, corpus_dir: str | None
             "totals": {"conversations": len(rows), "hours": round(sum(r["seconds"] for r in rows) / 3600, 3),
                        "turns": sum(r["turns"] for r in rows), "untranscribed": sum(r["untranscribed"] for r in rows),
                        "segments": sum(r["segments"] for r in rows)},
-            "skipped": [{"file": _relative(f, corpus_dir), "reason": r} for f, r in report.skips]}
+            "skipped": skip_records(report.skips, lambda item: _relative(item, corpus_dir))}
 
 
 def format_table(stats: dict) -> str:

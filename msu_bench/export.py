@@ -53,6 +53,9 @@ def build(out_dir, cfg: MsuConfig, corpus: str = "embedded", corpus_dir: str | N
     """Build and export; ``llm`` (a TextLLM) asks the tasks the annotation cannot answer;
     ``mcq_dir`` (a local copy of the authors' public release) adds the ``mcq`` config;
     ``num_proc`` writes each tier's rows in that many processes (same shards for any value)."""
+    from lalm_eval.audio.io import require_codec
+
+    require_codec()  # before planning: the export encodes every clip through torchcodec
     out_dir, t0 = Path(out_dir), time.perf_counter()
     plan = make_plan(cfg, corpus, corpus_dir, corpus_options, llm=llm)
     taxonomy = load_taxonomy()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from lalm_eval.cli_support import check_keys, load_preset_data
 from lalm_eval.errors import ConfigError
+from lalm_eval.hub.readers import skip_records
 from lalm_eval.seeding import rng_for
 from msu_bench.qa.generate import QAItem, generate_segment_qa
 from msu_bench.segments import SegmentRule, select_segments
@@ -105,7 +106,7 @@ def make_plan(cfg: MsuConfig, corpus: str = "embedded", corpus_dir: str | None =
     stats = {"llm": dict(llm.settings) if llm is not None else None, **llm_stats,
              "conversations": len(report.conversations), "segments": len(segments),
              "skipped_source_items": report.n_skipped,
-             "skipped_source": [{"file": _relative(f, corpus_dir), "reason": r} for f, r in report.skips],
+             "skipped_source": skip_records(report.skips, lambda item: _relative(item, corpus_dir)),
              "untranscribed_turns": getattr(report, "n_untranscribed", 0),
              "skipped_segments": rejected,
              "questions_per_task": dict(sorted(asked.items())),

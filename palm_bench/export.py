@@ -50,6 +50,9 @@ def build(out_dir: str | Path, cfg: BuildConfig, corpus: str = "embedded", corpu
     """Build, export and describe; returns the ``build_info`` dictionary. ``llm`` (a
     :class:`lalm_eval.llm.TextLLM`) writes the profiles of subjects that have none. ``num_proc``
     renders each split in that many processes (same shards for any value)."""
+    from lalm_eval.audio.io import require_codec
+
+    require_codec()  # before planning: the export encodes every clip through torchcodec
     out_dir, t0 = Path(out_dir), time.perf_counter()
     work = Path(work_dir) if work_dir else None
     plan = make_plan(cfg, corpus=corpus, corpus_dir=corpus_dir, corpus_options=corpus_options, work_dir=work,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from lalm_eval.audio.speaker import get_speaker_encoder
 from lalm_eval.errors import ConfigError
+from lalm_eval.hub.readers import skip_records
 from palm_bench.config import BuildConfig
 from palm_bench.corpus.types import Corpus
 from palm_bench.descriptions import acoustic_descriptions, llm_human_descriptions, load_human_descriptions
@@ -179,7 +180,7 @@ def make_plan(cfg: BuildConfig, corpus: str = "embedded", corpus_dir: str | None
     stats["skipped_source_items"] = data.n_skipped
     from palm_bench.corpus_info import _relative
 
-    stats["skipped_source"] = [{"file": _relative(f, data.root), "reason": r} for f, r in data.skips]
+    stats["skipped_source"] = skip_records(data.skips, lambda item: _relative(item, data.root))
     stats["dropped_speakers"] = {lang: {"speakers": ids, "reason": f"language not in languages {list(cfg.languages)}"}
                                  for lang, ids in sorted(dropped.items())}
     stats["speakers_per_language"] = speaker_counts
