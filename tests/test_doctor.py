@@ -206,3 +206,16 @@ def test_missing_extra_is_a_config_error_naming_it(monkeypatch):
     with pytest.raises(ConfigError, match=r"lalm-eval\[train\]"):
         require("peft", "model arg peft=x")
     assert require("numpy", "anything") is np  # an installed module is simply imported
+
+
+@pytest.mark.parametrize("bench", ["palm_bench", "msu_bench"])
+def test_benchmark_build_stops_before_planning_when_torchcodec_is_broken(bench, broken_torchcodec, monkeypatch,
+                                                                         tmp_path):
+    import importlib
+
+    export = importlib.import_module(f"{bench}.export")
+    planned = []
+    monkeypatch.setattr(export, "make_plan", lambda *a, **k: planned.append(1))
+    with pytest.raises(AudioError, match=r"pip install 'torchcodec==0\.13\.0'"):
+        export.build(tmp_path / "out", None)
+    assert planned == []  # the error comes first, not after minutes of planning
