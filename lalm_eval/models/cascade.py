@@ -17,7 +17,9 @@ sees a dataset row, so it cannot read answers or labels):
 3. **Answer** (:mod:`.cascade_parts.answers`, ``cascade_answers.yaml``): the task's DECLARED kind
    (``metadata.answer_kind`` of its YAML, as ``Request.task_metadata``; never its name, so a task
    renamed with ``--include_path`` behaves like its original) picks the analysis (recognition,
-   captioning, reasoning, speaker counting, dialogue transcription, or "cannot determine"; a task
+   captioning, reasoning, speaker counting, dialogue transcription, multiple choice — the letter
+   of the option stating the speaker count when that is the question, else "cannot determine" —,
+   or "cannot determine"; a task
    declaring no kind gets "cannot determine", counted as ``undeclared_kind`` and logged once); the language of the question picks the templates; names are the enrolled names
    found in the question. English speech is transcribed by pocketsphinx (extra ``asr``); there is
    no offline Mandarin recogniser, and Mandarin captioning says so (counted in
@@ -40,6 +42,8 @@ test recording in every built-in task, the in-context enrollment tasks included)
 ``counters``: ``kind:<kind>`` requests per kind; ``undeclared_kind`` (task metadata without
 ``answer_kind``); ``unsupported_kind:<declared>`` (a kind missing from the answers YAML);
 ``cannot_determine`` (all of those, declared-unsupported kinds, or no enrolled name in the question); ``no_asr`` (Mandarin captioning/reasoning/transcription);
+``choice_unsupported`` (a multiple-choice question the cascade cannot choose for), ``choice_no_option``
+(no option states the speaker count it found);
 ``audios_analysed`` / ``analysis_cache_hits``; ``asr_calls``; ``errors``.
 """
 
@@ -188,6 +192,8 @@ class CascadeAdapter(Adapter):
         if kind == "cannot_determine":
             self.counters["cannot_determine"] += 1
             return self.book.wrap(prompt, self.book.text(lang, "cannot_determine"))
+        if kind == "multiple_choice":
+            return self.book.wrap(prompt, self._choice(req, prompt, lang))
         audio = _test_audio(req)
         if kind == "speaker_counting":
             n = self.clustering(audio).n_speakers
@@ -198,6 +204,19 @@ class CascadeAdapter(Adapter):
         else:
             text = self._about_names(kind, audio, question, prompt, lang)
         return self.book.wrap(prompt, text)
+
+    def _choice(self, req: Request, prompt: str, lang: str) -> str:
+        """The letter of the option stating the speaker count, or "cannot determine" (counted)."""
+        letters = self.book.count_options(prompt, lang)
+        if letters is None:
+            self.counters["choice_unsupported"] += 1
+        else:
+            letter = letters.get(self.clustering(_test_audio(req)).n_speakers)
+            if letter is not None:
+                return self.book.text(lang, "choice", letter=letter)
+            self.counters["choice_no_option"] += 1
+        self.counters["cannot_determine"] += 1
+        return self.book.text(lang, "cannot_determine")
 
     def _about_names(self, kind: str, audio: np.ndarray, question: str, prompt: str, lang: str) -> str:
         names = find_names(question, self.enrollment.names) or find_names(prompt, self.enrollment.names)
