@@ -65,6 +65,8 @@ class TaskRun:
     gen_kwargs: dict = dataclasses.field(default_factory=dict)
     #: opens ``source`` again when it was let go after the scan (its memory-mapped pages leave the RSS)
     reopen: Callable[[], Sequence[dict]] | None = None
+    #: docs the task's ``process_docs`` left out on purpose, by reason (:func:`open_docs`)
+    excluded: dict = dataclasses.field(default_factory=dict)
 
 
 def decode_audio(value) -> np.ndarray:
@@ -82,10 +84,16 @@ def decode_audio(value) -> np.ndarray:
     raise AudioError(f"cannot decode audio value of type {type(value).__name__}")
 
 
-def open_docs(task: Task, cache_dir: Path, limit: int | None, split: str | None = None) -> tuple[Sequence[dict], int]:
+def open_docs(task: Task, cache_dir: Path, limit: int | None, split: str | None = None,
+              excluded: dict | None = None) -> tuple[Sequence[dict], int]:
     """The task's docs of ``split`` (default: its ``test_split``), after ``process_docs``, read lazily:
     a ``datasets.Dataset`` (memory-mapped Arrow, audio columns left encoded) or whatever sequence
-    ``process_docs`` returned; and the count before ``limit``."""
+    ``process_docs`` returned; and the count before ``limit``.
+
+    A ``process_docs`` hook that takes an ``excluded`` argument gets a dict to count the docs it
+    leaves out on purpose, ``{reason: count}`` (e.g. the MSU release's ``reverse_*`` questions);
+    given ``excluded``, those counts land there (:func:`evaluate` writes them to the task's
+    ``sample_info``, so the results JSON says what was left out and why)."""
     import datasets
 
     cfg = task.config
@@ -98,7 +106,10 @@ def open_docs(task: Task, cache_dir: Path, limit: int | None, split: str | None 
     for name, feature in ds.features.items():  # decode audio ourselves (soundfile, deterministic)
         if isinstance(feature, datasets.Audio):
             ds = ds.cast_column(name, datasets.Audio(decode=False))
-    ds = task.process_docs(ds, dataset_path=str(path))  # hooks may open other configs of the same path
+    counts: dict = {}
+    ds = task.process_docs(ds, dataset_path=str(path), excluded=counts)  # hooks may open other configs of the path
+    if excluded is not None:
+        excluded.update({k: v for k, v in counts.items() if v})
     n = len(ds)
     if limit is not None:
         ds = ds.select(range(min(limit, n))) if hasattr(ds, "select") else list(ds)[:limit]
@@ -391,9 +402,10 @@ def scan_runs(adapter, task_names: list[str], *, include_path=None, limit=None, 
     identity = adapter.identity()
     runs = []
     for task in tqdm(tasks, desc="loading tasks"):
-        docs, n_original = open_docs(task, cache_dir, limit)
+        excluded: dict = {}
+        docs, n_original = open_docs(task, cache_dir, limit, excluded=excluded)
         run = scan_docs(task, docs, identity, gen_kwargs or {}, light=light)
-        run.n_original = n_original
+        run.n_original, run.excluded = n_original, excluded
         if light:  # the mapped rows leave the RSS now; the dataset is opened again for the misses
             run.source, run.reopen = None, functools.partial(_reopened, task, cache_dir, limit)
         runs.append(run)
@@ -502,7 +514,9 @@ def evaluate(adapter, task_names: list[str], *, include_path=None, batch_size="1
     for run, part in zip(tqdm(runs, desc="scoring"), per_run):
         summary, rows, counters, info = score(run, part, context)
         results[run.task.name] = {"summary": summary, "counters": counters, "errors": run.errors, "metrics": info,
-                                  "samples": sample_info(rows, run.errors),
+                                  "samples": {**sample_info(rows, run.errors),
+                                              **({"excluded": dict(sorted(run.excluded.items()))} if run.excluded
+                                                 else {})},
                                   "n": {"original": run.n_original, "effective": len(run.docs),
                                         "scored": len(run.docs) - len(run.errors)}}
         samples[run.task.name] = rows

@@ -92,7 +92,7 @@ def run(workdir):
         files = write_outputs(result, {"model": "scripted-mcq"}, workdir / "out", log_samples=True)
     finally:
         os.chdir(old)
-    return result, adapter, files["report"].read_text(encoding="utf-8")
+    return result, adapter, files["report"].read_text(encoding="utf-8"), files["results"]
 
 
 def tables(report: str) -> dict:
@@ -117,7 +117,7 @@ def cells(report, title, n_keys):
 
 
 def test_accuracy_and_instruction_not_follow(run):
-    result, _, _ = run
+    result = run[0]
     r = result["results"]["msu_mcq"]
     assert r["n"] == {"original": 13, "effective": 13, "scored": 13}  # 16 kept, 3 reverse_* left out
     assert r["summary"]["mcq_accuracy"] == pytest.approx(4 / 13)  # zh-SV-0, zh-EIR-1, en-SV-0, en-SV-1
@@ -125,6 +125,21 @@ def test_accuracy_and_instruction_not_follow(run):
     assert info["instruction_not_follow"] == 2 and info["parser"] == "first_letter"
     assert info["error_types"] == {"correct": 4, "hallucination": 3, "instruction_not_follow": 2, "other": 2,
                                    "unknown": 1, "wrong speaker": 1}
+
+
+def test_results_json_counts_the_reverse_questions_left_out(run):
+    import json
+
+    doc = json.loads(run[3].read_text(encoding="utf-8"))
+    info = doc["sample_info"]
+    # the fixture's reverse_* questions: zh-SV-2, zh-BI-1, en-DAR-2 (tests/msu_release_fixture.py)
+    want = {"msu_mcq": 3, "msu_mcq_sv": 1, "msu_mcq_bi": 1, "msu_mcq_dar": 1, "msu_mcq_zh": 2, "msu_mcq_en": 1}
+    for task, n in want.items():
+        assert info[task]["excluded"] == {"reverse_question": n}, task
+    no_reverse = [t for t in info if t not in want]  # the other tasks of tier 1 / tier 2: none of theirs is reverse_*
+    assert "msu_mcq_gi" in no_reverse and "msu_mcq_eir" in no_reverse
+    assert all("excluded" not in info[t] for t in no_reverse)
+    assert doc["n-samples"]["msu_mcq"]["original"] == 13  # 16 kept by the importer - 3 left out
 
 
 def test_groups(run):
@@ -138,7 +153,7 @@ def test_groups(run):
 
 
 def test_requests_carry_the_authors_audio_parts_and_prompt(run):
-    _, adapter, _ = run
+    adapter = run[1]
     for qid, parts in PARTS.items():
         assert adapter.seen[qid][0] == parts, qid
     _, prompt, kwargs = adapter.seen["en-SV-1"]
@@ -199,6 +214,7 @@ def test_reverse_questions_with_the_task_option(in_workdir, tmp_path):
                       use_cache=False)
     r = result["results"]["msu_mcq_with_reverse"]
     assert r["n"]["scored"] == 16 and r["summary"]["mcq_accuracy"] == pytest.approx(7 / 16)  # 4 + 3 reverse
+    assert "excluded" not in r["samples"]  # nothing left out
 
 
 def test_strict_parser_task(in_workdir, tmp_path):

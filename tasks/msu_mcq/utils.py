@@ -3,8 +3,9 @@
 - ``prepare_dataset``: the folder ``msu-bench build --mcq-dir`` wrote (``./msu-bench-mcq``, or
   ``./msu-bench`` when it holds config ``mcq``); never builds anything.
 - ``select_docs``: the rows of ``metadata.select`` ({field: value or [values]}), ``reverse_*``
-  questions left out unless ``metadata.include_reverse`` (as the authors score); the clips' audio
-  kept encoded (the evaluator decodes it).
+  questions left out unless ``metadata.include_reverse`` (as the authors score) and counted as
+  ``excluded["reverse_question"]`` (the evaluator writes it to the results JSON's ``sample_info``);
+  the clips' audio kept encoded (the evaluator decodes it).
 - ``audio_messages`` / ``audio_parts``: the audio parts of a row, each after its text label, as
   one multi-audio request (the prompt, ``doc_to_text``, follows them).
 
@@ -40,8 +41,13 @@ def _wanted(value) -> set:
     return {str(v) for v in value} if isinstance(value, (list, tuple)) else {str(value)}
 
 
-def select_docs(dataset, metadata: dict | None = None):
-    """The rows of ``metadata.select``, without ``reverse_*`` questions unless ``include_reverse``."""
+#: the reason under which left-out reverse_* questions are counted (results JSON: sample_info.<task>.excluded)
+REVERSE_EXCLUDED = "reverse_question"
+
+
+def select_docs(dataset, metadata: dict | None = None, excluded: dict | None = None):
+    """The rows of ``metadata.select``, without ``reverse_*`` questions unless ``include_reverse``;
+    how many of the selected rows were left out so goes to ``excluded`` (the evaluator's dict)."""
     from lalm_eval.errors import ConfigError, DataError
 
     metadata = metadata or {}
@@ -68,6 +74,8 @@ def select_docs(dataset, metadata: dict | None = None):
             reverse += 1
             continue
         keep.append(i)
+    if excluded is not None and reverse:
+        excluded[REVERSE_EXCLUDED] = excluded.get(REVERSE_EXCLUDED, 0) + reverse
     if reverse:
         log.warning("msu_mcq %s: %d reverse_* question(s) left out of the score, as the authors score "
                     "(metadata.include_reverse: true keeps them)", select or "all", reverse)
