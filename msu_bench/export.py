@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from lalm_eval.hub.card import feature_rows, front_matter, render_card
-from lalm_eval.hub.export import export_builders, finish_folder, with_union_config
+from lalm_eval.hub.export import check_num_proc, export_builders, finish_folder, with_union_config
 from msu_bench.builder import CITATION, FEATURES, TIERS, MsuBench
 from msu_bench.plan import MsuConfig, make_plan
 from msu_bench.taxonomy import load_taxonomy
@@ -56,6 +56,7 @@ def build(out_dir, cfg: MsuConfig, corpus: str = "embedded", corpus_dir: str | N
     from lalm_eval.audio.io import require_codec
 
     require_codec()  # before planning: the export encodes every clip through torchcodec
+    check_num_proc(num_proc)  # before planning
     out_dir, t0 = Path(out_dir), time.perf_counter()
     plan = make_plan(cfg, corpus, corpus_dir, corpus_options, llm=llm)
     taxonomy = load_taxonomy()

@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 
 from lalm_eval.hub.card import feature_rows, front_matter, render_card
-from lalm_eval.hub.export import export_builders, finish_folder, with_union_config
+from lalm_eval.hub.export import check_num_proc, export_builders, finish_folder, with_union_config
 from palm_bench.builder import CITATION, FEATURES, TASKS, PalmBench
 from palm_bench.config import BuildConfig
 from palm_bench.enrollment_builder import CONFIG as ENROLLMENT
@@ -53,6 +53,7 @@ def build(out_dir: str | Path, cfg: BuildConfig, corpus: str = "embedded", corpu
     from lalm_eval.audio.io import require_codec
 
     require_codec()  # before planning: the export encodes every clip through torchcodec
+    check_num_proc(num_proc)  # before planning
     out_dir, t0 = Path(out_dir), time.perf_counter()
     work = Path(work_dir) if work_dir else None
     plan = make_plan(cfg, corpus=corpus, corpus_dir=corpus_dir, corpus_options=corpus_options, work_dir=work,

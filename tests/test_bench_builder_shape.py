@@ -122,3 +122,19 @@ def test_split_generators_list_their_work_so_datasets_can_shard_it(tmp_path):
     assert _number_of_shards_in_gen_kwargs(gen.gen_kwargs) == len(plan.segments)
     halves = _split_gen_kwargs(gen.gen_kwargs, max_num_jobs=2)
     assert len(halves) == 2 and [i for h in halves for i in h["segments"]] == gen.gen_kwargs["segments"]
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, True])
+def test_a_bad_num_proc_fails_before_any_planning(bad, tmp_path, monkeypatch):
+    import msu_bench.export
+    import palm_bench.export
+
+    def no_planning(*args, **kwargs):
+        raise AssertionError("planned before checking num_proc")
+
+    monkeypatch.setattr(palm_bench.export, "make_plan", no_planning)
+    monkeypatch.setattr(msu_bench.export, "make_plan", no_planning)
+    with pytest.raises(ConfigError, match="num_proc must be a positive number"):
+        palm_bench.export.build(tmp_path / "p", None, num_proc=bad)
+    with pytest.raises(ConfigError, match="num_proc must be a positive number"):
+        msu_bench.export.build(tmp_path / "m", None, num_proc=bad)

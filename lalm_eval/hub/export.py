@@ -31,8 +31,7 @@ def export_builders(make_builder: Callable[[str, str], datasets.DatasetBuilder],
     ``consumed`` is ``consume(datasets_by_config)``, called while the Arrow cache still exists
     (use it to compute statistics).
     """
-    if num_proc is not None and (not isinstance(num_proc, int) or num_proc < 1):
-        raise ConfigError(f"num_proc must be a positive number of processes, got {num_proc!r}")
+    check_num_proc(num_proc)
     from lalm_eval.audio.io import require_codec
 
     require_codec()  # datasets encodes every Audio row through torchcodec: say what is wrong first
@@ -45,6 +44,12 @@ def export_builders(make_builder: Callable[[str, str], datasets.DatasetBuilder],
         files = export_dataset_dict(built, out_dir)
         consumed = consume(built) if consume else None
     return files, consumed
+
+
+def check_num_proc(num_proc) -> None:
+    """A :class:`ConfigError` unless ``num_proc`` is None or a positive int (call it before planning)."""
+    if num_proc is not None and (isinstance(num_proc, bool) or not isinstance(num_proc, int) or num_proc < 1):
+        raise ConfigError(f"num_proc must be a positive number of processes, got {num_proc!r}")
 
 
 def with_union_config(files: dict, name: str = "all") -> dict:
