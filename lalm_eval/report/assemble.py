@@ -71,18 +71,18 @@ def missing_reasons(run: dict) -> dict[str, str]:
     return out
 
 
-def metric_details(run: dict) -> dict[str, str]:
-    """{metric: what its numbers rest on} for the layouts' footnotes: BERTScore's backbone, the
-    judge and its model (the first task that reports one)."""
-    details = {}
-    for r in run["results"].values():
+def metric_details(run: dict) -> dict[str, dict[str, str]]:
+    """{task: {metric: what its numbers rest on}} for the layouts' footnotes: BERTScore's backbone,
+    the judge and its model."""
+    out: dict[str, dict[str, str]] = {}
+    for task, r in run["results"].items():
         for name, info in (r.get("metrics") or {}).items():
             if info.get("backbone"):
-                details.setdefault(name, f"backbone {info['backbone']}")
+                out.setdefault(task, {})[name] = f"backbone {info['backbone']}"
             elif isinstance(info.get("judge"), dict):
                 j = info["judge"]
-                details.setdefault(name, f"judge {j.get('judge')}, model {j.get('model', '?')}")
-    return details
+                out.setdefault(task, {})[name] = f"judge {j.get('judge')}, model {j.get('model', '?')}"
+    return out
 
 
 def _notes(run: dict) -> list[str]:

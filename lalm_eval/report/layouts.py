@@ -345,7 +345,7 @@ def _row_keys(rows: Sequence[Mapping], fields: Sequence[str], order: Mapping[str
 
 
 def _grid(layout: Layout, rows: Sequence[Mapping], metrics: Sequence[str], missing: Mapping[str, str],
-          columns: Sequence[Mapping], metric_override: str | None = None) -> tuple[str, list[str]]:
+          columns: Sequence[Mapping], metric_override: str | None = None) -> tuple[str, list[str], list[str]]:
     spec = layout.spec
     if metric_override is not None:
         columns = _with_metric(columns, metric_override)
@@ -367,7 +367,8 @@ def _grid(layout: Layout, rows: Sequence[Mapping], metrics: Sequence[str], missi
             if c.metric and c.metric not in cells.dashed:
                 cells.dashed.append(c.metric)
     header = [f.replace("_", " ").capitalize() for f in fields] + [" · ".join(p for p in c.header if p) for c in cols]
-    return _markdown(header, body), cells.footnotes()
+    shown = list(dict.fromkeys(c.metric for c in cols if c.metric))
+    return _markdown(header, body), cells.footnotes(), shown
 
 
 def _with_metric(nodes: Sequence[Mapping], metric: str) -> list[dict]:
@@ -477,10 +478,11 @@ def _distribution(layout: Layout, rows: Sequence[Mapping], error_sample: int | N
 # ---------------------------------------------------------------- entry points
 
 def render_layout(layout: Layout, rows: Sequence[Mapping], *, metrics: Sequence[str] | None = None,
-                  missing: Mapping[str, str] | None = None, details: Mapping[str, str] | None = None,
+                  missing: Mapping[str, str] | None = None, details: Mapping[str, Mapping[str, str]] | None = None,
                   error_sample: int | None = None, seed: int = 0) -> str:
     """One layout as Markdown: ``## title``, its table(s), then footnotes (the layout's notes, the
-    reasons of "—" cells, what each metric's numbers rest on: ``details`` {metric: text})."""
+    reasons of "—" cells, what each shown metric's numbers rest on: ``details`` {task: {metric:
+    text}}, over the tasks of the layout's rows)."""
     spec, missing = layout.spec, dict(missing or {})
     rows = [r for r in rows if _matches(r, spec.get("where"))]
     names = list(metrics) if metrics is not None else sorted({m for r in rows for m in (r.get("metrics") or {})})
@@ -496,12 +498,16 @@ def render_layout(layout: Layout, rows: Sequence[Mapping], *, metrics: Sequence[
         for m in per_metric:
             for section in sections:
                 title = " · ".join(t for t in (section.get("title"), metric_name(m) if m else None) if t)
-                table, foot = _grid(layout, rows, names, missing, section["columns"], m)
+                table, foot, shown = _grid(layout, rows, names, missing, section["columns"], m)
                 parts += ([f"### {title}", ""] if title else []) + [table]
                 notes += [n for n in foot if n not in notes]
-        used = sorted({m for r in rows for m in (r.get("metrics") or {})} & set(names))
+                used += [s for s in shown if s not in used]
     notes = list(spec.get("notes") or []) + notes
-    notes += [f"{metric_name(m)}: {details[m]}" for m in used if (details or {}).get(m)]
+    tasks = list(dict.fromkeys(str(r.get("task_name")) for r in rows))
+    for m in used:  # every distinct backbone / judge behind a shown metric, over the layout's tasks
+        texts = list(dict.fromkeys(t for t in ((details or {}).get(task, {}).get(m) for task in tasks) if t))
+        if texts:
+            notes.append(f"{metric_name(m)}: {'; '.join(texts)}")
     text = "\n".join(parts).rstrip("\n")
     if notes:
         text += "\n\n" + "  \n".join(notes)
