@@ -315,3 +315,37 @@ def test_cli_report_layout_flags(tmp_path, capsys):
     assert column_sums(b4, 1) == [100.0, 100.0]
     assert main(["report", *folders, "--layout", "msu_tabel4"]) == 2  # unknown layout: a clear error
     assert "did you mean msu_table4" in capsys.readouterr().err
+
+
+def recipe_rows():
+    """PALM Tables 2/3 inputs: three runs of one model (base, a LoRA and a prompt-tuning output),
+    labelled by folder; base strategy only, and one HD row that the tables must leave out."""
+    rows = []
+    for run, f1 in (("base", 0.0), ("lora_attn", 0.5), ("prompt_tuning-4", 0.25)):
+        for n in (1, 2):
+            rows.append({"model": run, "strategy": "base", "task": "recognition", "n_speakers": n,
+                         "task_name": "palm_recognition", "metrics": {"token_f1": f1 / n, "llm_judge": 0.5}})
+            rows.append({"model": run, "strategy": "base", "task": "captioning", "n_speakers": n,
+                         "task_name": "palm_captioning", "metrics": {"bleu": 10.0 * n, "llm_judge": 0.25}})
+    rows.append({"model": "base", "strategy": "HD", "task": "recognition", "n_speakers": 1,
+                 "task_name": "palm_recognition_hd", "metrics": {"token_f1": 1.0, "llm_judge": 1.0}})
+    return rows
+
+
+def test_palm_table2_is_one_row_per_run_on_one_speaker_audio(index):
+    ((header, body),) = tables(render_layout(index.layout("palm_table2"), recipe_rows()))
+    assert header == ["Model", "Recognition · token F1", "Recognition · LLM-judge score",
+                      "Captioning · BLEU", "Captioning · LLM-judge score"]
+    # one-speaker rows only, the HD row left out: base 0.0, lora 0.5, prompt 0.25 (in %)
+    assert body == [["base", "0.00", "50.00", "10.00", "25.00"],
+                    ["lora_attn", "50.00", "50.00", "10.00", "25.00"],
+                    ["prompt_tuning-4", "25.00", "50.00", "10.00", "25.00"]]
+
+
+def test_palm_table3_has_table_1s_columns_and_one_row_per_run(index):
+    ((header, body),) = tables(render_layout(index.layout("palm_table3"), recipe_rows()))
+    assert header == ["Model"] + TABLE1_HEADER[2:]
+    assert [r[0] for r in body] == ["base", "lora_attn", "prompt_tuning-4"]
+    lora = body[1]
+    assert lora[1:5] == ["50.00", "50.00", "10.00", "25.00"]  # one speaker
+    assert lora[5:9] == ["25.00", "50.00", "20.00", "25.00"]  # two speakers: f1 0.5 / 2, BLEU 20
