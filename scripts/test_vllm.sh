@@ -8,7 +8,7 @@ bash scripts/install_vllm.sh
 export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-2}   # GiB of KV cache on CPU
 start=$(date +%s)
 rc=0
-.venv-vllm/bin/python -m pytest -q -m vllm tests/test_vllm_adapter.py "$@" || rc=$?
+.venv-vllm/bin/python -m pytest -q -m vllm tests/test_vllm_adapter.py tests/test_vllm_peft.py "$@" || rc=$?
 echo "test_vllm.sh: vLLM tests finished in $(( $(date +%s) - start ))s (pytest exit $rc)"
 if [ "$rc" = 5 ]; then
   echo "test_vllm.sh: no vLLM test was collected: that is a failure (were they renamed or unmarked?)" >&2

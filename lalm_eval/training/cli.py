@@ -70,7 +70,10 @@ def main(argv=None) -> int:
     except LalmEvalError as exc:  # anything else is a bug: its traceback is shown
         print(f"lalm-eval train: error: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps({k: info[k] for k in ("examples", "global_step", "loss_first", "loss_last", "seconds",
-                                           "trainable_parameters", "evaluate_with")}, indent=2))
-    print(f"wrote {args.output_dir} (train_info.json, loss.json, loss.png)")
+    from lalm_eval.parallel import world
+
+    if world()[0] == 0:  # under a launcher rank 0 wrote the outputs
+        print(json.dumps({k: info[k] for k in ("examples", "global_step", "loss_first", "loss_last", "seconds",
+                                               "trainable_parameters", "world_size", "evaluate_with")}, indent=2))
+        print(f"wrote {args.output_dir} (train_info.json, loss.json, loss.png)")
     return 0

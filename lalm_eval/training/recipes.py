@@ -177,21 +177,45 @@ _COMPONENT_MARKERS = {"audio_tower": ("audio_tower", "audio_encoder", "audio_mod
                       "projector": ("multi_modal_projector", "audio_projector")}
 
 
+def _safetensors_keys(path: Path) -> list[str]:
+    """The tensor names of a ``.safetensors`` file, from its JSON header (no tensor is read)."""
+    import json
+    import struct
+
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+    return [k for k in header if k != "__metadata__"]
+
+
 def peft_components(folder) -> dict[str, list[str]]:
-    """Component → target modules of a saved peft adapter (``adapter_config.json``), for backends
-    that apply LoRA to the language model only (vLLM): anything under ``audio_tower`` or
-    ``projector`` must be refused or merged first. ``target_modules`` as a regex string cannot be
-    classified without the model: it is returned under ``"regex"``."""
+    """Component → adapted modules of a saved peft adapter, for backends that apply LoRA to the
+    language model only (vLLM): anything under ``audio_tower`` or ``projector`` must be refused or
+    merged first. The modules are read from the weights (``adapter_model.safetensors``: the
+    modules that carry adapter tensors), since ``adapter_config.json``'s ``target_modules`` may be
+    bare leaf names (peft shortens long lists to suffixes such as ``q_proj``, which match the audio
+    tower's layers as well as the LM's). Without a safetensors file, ``target_modules`` are
+    classified by name; a bare leaf name or a regex string cannot be placed without the model and
+    is returned under ``"ambiguous"``."""
     import json
 
-    path = Path(folder).expanduser() / "adapter_config.json"
+    folder = Path(folder).expanduser()
+    path = folder / "adapter_config.json"
     if not path.is_file():
         raise ConfigError(f"{folder}: no adapter_config.json (not a peft adapter folder)")
-    targets = json.loads(path.read_text(encoding="utf-8")).get("target_modules") or []
-    if isinstance(targets, str):
-        return {"regex": [targets]}
+    weights = folder / "adapter_model.safetensors"
+    if weights.is_file():
+        names = sorted({k.removeprefix("base_model.model.").split(".lora_")[0].rsplit(".modules_to_save", 1)[0]
+                        if ".lora_" in k or ".modules_to_save" in k else k.removeprefix("base_model.model.")
+                        .rsplit(".", 1)[0] for k in _safetensors_keys(weights)})
+    else:
+        targets = json.loads(path.read_text(encoding="utf-8")).get("target_modules") or []
+        if isinstance(targets, str):
+            return {"ambiguous": [targets]}
+        names = list(targets)
     out: dict[str, list[str]] = {}
-    for name in targets:
-        comp = next((c for c, marks in _COMPONENT_MARKERS.items() if any(m in name for m in marks)), "language_model")
+    for name in names:
+        comp = next((c for c, marks in _COMPONENT_MARKERS.items() if any(m in name for m in marks)),
+                    "language_model" if "." in name else "ambiguous")
         out.setdefault(comp, []).append(name)
     return out

@@ -130,8 +130,29 @@ def loss_curve(log_history: list[dict], out: Path) -> list[dict]:
     return points
 
 
+def _seen_by_rank(seen: list, world_size: int) -> dict:
+    """What each process trained on: counts per rank and how many examples two ranks shared (0 when
+    the data shards are disjoint); gathered to every process under a launcher."""
+    parts = [list(seen)]
+    if world_size > 1:
+        import torch.distributed as dist
+
+        parts = [None] * world_size
+        dist.all_gather_object(parts, list(seen))
+    sets = [set(map(tuple, p)) for p in parts]
+    union = set().union(*sets)
+    shared = sum(sum(k in s for s in sets) > 1 for k in union)
+    return {"world_size": world_size, "examples_seen_per_rank": [len(p) for p in parts],
+            "distinct_examples_seen": len(union), "examples_seen_by_several_ranks": shared}
+
+
 def train(adapter, opts: TrainOptions) -> dict:
-    """Train ``adapter``'s model (an ``HFAudioAdapter``) under ``opts``; returns ``train_info``."""
+    """Train ``adapter``'s model (an ``HFAudioAdapter``) under ``opts``; returns ``train_info``.
+
+    Under ``accelerate launch --multi_gpu --num_processes N`` (or torchrun) every process runs this:
+    the Trainer's distributed sampler gives each its own shard of the examples (DDP: gradients
+    averaged), and only rank 0 writes the outputs (adapter / soft prompts / model, ``loss.*``,
+    ``train_info.json``, checkpoints); every process returns the same ``train_info``."""
     import torch
     from transformers import TrainingArguments, set_seed
 
@@ -150,7 +171,25 @@ def train(adapter, opts: TrainOptions) -> dict:
     recipe = load_recipe(opts.recipe, tokens=opts.tokens, setting=setting)
     out = Path(opts.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    examples = training_examples(opts.tasks, opts.cache_dir, opts.include_path, opts.speakers, opts.limit)
+    hp = recipe.training_args(setting)
+    cuda = adapter.device.startswith("cuda")
+    args = TrainingArguments(
+        output_dir=str(out / "checkpoints"), per_device_train_batch_size=opts.batch_size,
+        gradient_accumulation_steps=opts.grad_accum,
+        learning_rate=float(opts.learning_rate if opts.learning_rate is not None else hp["learning_rate"]),
+        num_train_epochs=float(opts.epochs if opts.epochs is not None else hp.get("num_train_epochs", 1)),
+        max_steps=opts.max_steps, optim=hp.get("optim", "adamw_torch"), logging_steps=opts.logging_steps,
+        save_strategy="steps", save_steps=opts.save_steps, save_total_limit=2, seed=opts.seed, data_seed=opts.seed,
+        bf16=cuda and adapter.torch_dtype == torch.bfloat16, use_cpu=not cuda,
+        gradient_checkpointing=opts.gradient_checkpointing,
+        gradient_checkpointing_kwargs={"use_reentrant": False} if opts.gradient_checkpointing else None,
+        # prompt tuning under DDP: the rows of subjects absent from a process's batch get no gradient
+        ddp_find_unused_parameters=recipe.method == "prompt_tuning",
+        remove_unused_columns=False, report_to=[], dataloader_num_workers=0, disable_tqdm=False)
+    main = args.process_index == 0
+    # under a launcher rank 0 builds (or reads) the datasets first; the others then read its cache
+    with args.main_process_first(desc="training examples"):
+        examples = training_examples(opts.tasks, opts.cache_dir, opts.include_path, opts.speakers, opts.limit)
     set_seed(opts.seed)
     model = adapter.model
     model.train()
@@ -171,23 +210,16 @@ def train(adapter, opts: TrainOptions) -> dict:
     else:
         train_model = apply_recipe(model, recipe, opts.seed)
         collator = Collator(adapter)
+    seen: list = []  # (task, doc_id) of every example this process trained on
+
+    def collate(batch):
+        seen.extend((e.task, str(e.doc_id)) for e in batch)
+        return collator(batch)
+
     trainable = [n for n, p in train_model.named_parameters() if p.requires_grad]
     n_trainable = sum(p.numel() for p in train_model.parameters() if p.requires_grad)
-    hp = recipe.training_args(setting)
-    cuda = adapter.device.startswith("cuda")
-    args = TrainingArguments(
-        output_dir=str(out / "checkpoints"), per_device_train_batch_size=opts.batch_size,
-        gradient_accumulation_steps=opts.grad_accum,
-        learning_rate=float(opts.learning_rate if opts.learning_rate is not None else hp["learning_rate"]),
-        num_train_epochs=float(opts.epochs if opts.epochs is not None else hp.get("num_train_epochs", 1)),
-        max_steps=opts.max_steps, optim=hp.get("optim", "adamw_torch"), logging_steps=opts.logging_steps,
-        save_strategy="steps", save_steps=opts.save_steps, save_total_limit=2, seed=opts.seed, data_seed=opts.seed,
-        bf16=cuda and adapter.torch_dtype == torch.bfloat16, use_cpu=not cuda,
-        gradient_checkpointing=opts.gradient_checkpointing,
-        gradient_checkpointing_kwargs={"use_reentrant": False} if opts.gradient_checkpointing else None,
-        remove_unused_columns=False, report_to=[], dataloader_num_workers=0, disable_tqdm=False)
     trainer = _trainer_class(soft)(model=train_model, args=args, train_dataset=ExampleDataset(examples),
-                                   data_collator=collator,
+                                   data_collator=collate,
                                    callbacks=[_time_limit(opts.max_minutes)] if opts.max_minutes else None)
     resumed_from = None
     if opts.resume:
@@ -200,14 +232,17 @@ def train(adapter, opts: TrainOptions) -> dict:
     start = time.time()
     result = trainer.train(resume_from_checkpoint=True if opts.resume else None)
     seconds = time.time() - start
-    if soft is not None:
-        soft.save(out)
-    elif recipe.method == "lora":
-        train_model.save_pretrained(out)
-    else:
-        model.save_pretrained(out)
-        save_processor(adapter, out)
-    points = loss_curve(trainer.state.log_history, out)
+    shards = _seen_by_rank(seen, args.world_size)
+    points = [{"step": e["step"], "loss": e["loss"]} for e in trainer.state.log_history if "loss" in e]
+    if main:
+        if soft is not None:
+            soft.save(out)
+        elif recipe.method == "lora":
+            train_model.save_pretrained(out)
+        else:
+            model.save_pretrained(out)
+            save_processor(adapter, out)
+        points = loss_curve(trainer.state.log_history, out)
     info = {"recipe": dataclasses.asdict(recipe), "setting": setting, "tasks": opts.tasks, "filter": opts.speakers,
             "examples": len(examples), "examples_per_task": {t: sum(e.task == t for e in examples)
                                                              for t in dict.fromkeys(e.task for e in examples)},
@@ -215,12 +250,17 @@ def train(adapter, opts: TrainOptions) -> dict:
             "seed": opts.seed, "max_steps": opts.max_steps, "global_step": trainer.state.global_step,
             "resumed_from_step": resumed_from,
             "learning_rate": args.learning_rate, "epochs": args.num_train_epochs, "batch_size": opts.batch_size,
-            "grad_accum": opts.grad_accum, "dtype": adapter.dtype, "device": adapter.device,
+            "grad_accum": opts.grad_accum, "dtype": adapter.dtype, "device": adapter.device, **shards,
             "trainable_parameters": n_trainable, "trainable_tensors": len(trainable),
             "seconds": round(seconds, 2), "train_samples_per_second": result.metrics.get("train_samples_per_second"),
             "loss_first": points[0]["loss"] if points else None, "loss_last": points[-1]["loss"] if points else None,
             "evaluate_with": _evaluate_with(adapter, recipe, out)}
-    (out / "train_info.json").write_text(json.dumps(info, indent=2, default=str) + "\n", encoding="utf-8")
+    if main:
+        (out / "train_info.json").write_text(json.dumps(info, indent=2, default=str) + "\n", encoding="utf-8")
+    if args.world_size > 1:  # the others return once rank 0 has written everything
+        import torch.distributed as dist
+
+        dist.barrier()
     return info
 
 
