@@ -134,6 +134,23 @@ def test_merged_model_equals_the_peft_model(tiny, tmp_path):
     assert [r.text for r in merged_ad.generate(reqs)] == [r.text for r in peft_ad.generate(reqs)]
 
 
+def test_merge_refuses_weights_for_modules_the_model_lacks(tiny, tmp_path):
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from lalm_eval.training.merge import merge_peft
+
+    moved = tmp_path / "moved"
+    shutil.copytree(tiny["tower"], moved)
+    weights = load_file(moved / "adapter_model.safetensors")
+    save_file({k.replace("model.audio_tower.", "model.thinker.audio_tower."): v for k, v in weights.items()},
+              moved / "adapter_model.safetensors")
+    with pytest.raises(ConfigError, match=r"weights for 12 module\(s\) that Qwen2AudioForConditionalGeneration .* "
+                                          r"does not have, e.g. \['model.thinker.audio_tower"):
+        merge_peft(tiny["model"], str(moved), tmp_path / "merged")
+
+
 class _Engine:
     def __init__(self, **kwargs):
         self.kwargs = kwargs

@@ -33,9 +33,19 @@ def merge_peft(pretrained: str, peft_dir: str, out: str | Path) -> Path:
         raise ConfigError(f"merge_peft: {base}: no transformers class for architectures {archs}")
     model = cls.from_pretrained(str(base), dtype="auto")
     try:
-        merged = PeftModel.from_pretrained(model, str(Path(peft_dir).expanduser())).merge_and_unload()
+        peft_model = PeftModel.from_pretrained(model, str(Path(peft_dir).expanduser()))
     except (ValueError, KeyError, RuntimeError) as exc:
         raise ConfigError(f"merge_peft: the adapter {peft_dir} does not fit {base} ({cls.__name__}): {exc}") from exc
+    # peft loads weights that name no module of the model without an error: the merge would drop them
+    from lalm_eval.training.recipes import peft_components
+
+    adapted = {n.removeprefix("base_model.model.") for n, m in peft_model.named_modules() if hasattr(m, "lora_A")}
+    missing = sorted(n for names in peft_components(peft_dir).values() for n in names if n not in adapted)
+    if missing:
+        raise ConfigError(f"merge_peft: the adapter {peft_dir} holds weights for {len(missing)} module(s) that "
+                          f"{cls.__name__} ({base}) does not have, e.g. {missing[:3]}: was it trained on another "
+                          "model class?")
+    merged = peft_model.merge_and_unload()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     merged.save_pretrained(str(out))
