@@ -69,13 +69,24 @@ def _time_limit(minutes: float):
     return TimeLimit()
 
 
-def _trainer_class(soft):
+#: the batch key under which the collator names its examples (``(task, doc_id)``); popped before the forward
+EXAMPLE_KEYS = "lalm_example_keys"
+
+
+def _trainer_class(soft, seen: list):
     from transformers import Trainer
 
-    if soft is None:
-        return Trainer
+    class Recording(Trainer):
+        """Records the examples of each batch it trains on (not those the dataloader fetched ahead)."""
 
-    class SoftPromptTrainer(Trainer):
+        def training_step(self, model, inputs, *args, **kwargs):
+            seen.extend(inputs.pop(EXAMPLE_KEYS, ()))
+            return super().training_step(model, inputs, *args, **kwargs)
+
+    if soft is None:
+        return Recording
+
+    class SoftPromptTrainer(Recording):
         """Checkpoints hold the soft prompts only (the frozen model is the base model)."""
 
         def _save(self, output_dir=None, state_dict=None):
@@ -210,15 +221,14 @@ def train(adapter, opts: TrainOptions) -> dict:
     else:
         train_model = apply_recipe(model, recipe, opts.seed)
         collator = Collator(adapter)
-    seen: list = []  # (task, doc_id) of every example this process trained on
+    seen: list = []  # (task, doc_id) of every example this process trained on (Recording.training_step)
 
     def collate(batch):
-        seen.extend((e.task, str(e.doc_id)) for e in batch)
-        return collator(batch)
+        return {**collator(batch), EXAMPLE_KEYS: [(e.task, str(e.doc_id)) for e in batch]}
 
     trainable = [n for n, p in train_model.named_parameters() if p.requires_grad]
     n_trainable = sum(p.numel() for p in train_model.parameters() if p.requires_grad)
-    trainer = _trainer_class(soft)(model=train_model, args=args, train_dataset=ExampleDataset(examples),
+    trainer = _trainer_class(soft, seen)(model=train_model, args=args, train_dataset=ExampleDataset(examples),
                                    data_collator=collate,
                                    callbacks=[_time_limit(opts.max_minutes)] if opts.max_minutes else None)
     resumed_from = None
