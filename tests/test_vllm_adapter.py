@@ -369,7 +369,7 @@ def test_model_args_identity_and_missing_vllm(fake, monkeypatch):
     with pytest.raises(ConfigError, match="'pretrained'"):
         va.VLLMAdapter("")
     monkeypatch.setattr(va, "vllm_available", lambda: False)
-    with pytest.raises(ConfigError, match=r"scripts/install_vllm\.sh.*pip install vllm"):
+    with pytest.raises(ConfigError, match=r"scripts/install_vllm\.sh.*VLLM_PACKAGE=vllm bash scripts/install_vllm\.sh.*doctor --model vllm"):
         va.VLLMAdapter(fake["dir"])
 
 
