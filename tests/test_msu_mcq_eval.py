@@ -313,3 +313,15 @@ def test_every_mcq_group(group):
     config = TM.load_group(group)
     assert [a["metric"] for a in config.aggregate_metric_list] == ["mcq_accuracy"]
     assert all(a["weight_by_size"] is True for a in config.aggregate_metric_list) and config.group_alias
+
+
+def test_report_states_the_reverse_questions_left_out(run):
+    report = run[2]
+    section = report.split("### Docs the tasks left out (not scored, not in any denominator)\n\n", 1)[1]
+    table = section.split("\n\n", 1)[0].splitlines()[2:]  # header and rule dropped
+    rows = {tuple(c.strip() for c in line.strip("|").split("|")) for line in table}
+    assert rows == {("msu_mcq", "reverse_question", "3"), ("msu_mcq_sv", "reverse_question", "1"),
+                    ("msu_mcq_bi", "reverse_question", "1"), ("msu_mcq_dar", "reverse_question", "1"),
+                    ("msu_mcq_zh", "reverse_question", "2"), ("msu_mcq_en", "reverse_question", "1")}
+    after = report.split("### msu_mcq by task\n", 1)[1].split("###", 1)[0]
+    assert "Not in this table: 3 docs the task left out (reverse_question 3)." in after

@@ -123,6 +123,11 @@ def run_notes(run: dict) -> list[str]:
         if any(v["truncated"] for v in timed.values()):
             lines += ["", "Truncated samples were scored on what the model heard (long_audio=truncate); "
                           "`long_audio=refuse` fails them instead, `chunk` sends the rest as further clips."]
+    left_out = {k: v["excluded"] for k, v in info.items() if v.get("excluded")}
+    if left_out:
+        lines += ["", "### Docs the tasks left out (not scored, not in any denominator)", "",
+                  "| task | reason | docs |", "|---|---|---|"]
+        lines += [f"| {name} | {reason} | {n} |" for name, v in left_out.items() for reason, n in v.items()]
     failed = {k: v["failures"] for k, v in info.items() if v.get("failures")}
     if failed:
         kinds = sorted({k for v in failed.values() for k in v})
@@ -181,11 +186,15 @@ def markdown_report(run: dict, model_name: str) -> str:
     for task in run["tasks"]:
         metrics = [x["metric"] for x in task.config.metric_list or []]
         rows = [with_details(r) for r in run["_samples"][task.name] if "metrics" in r]
+        left_out = (run["results"][task.name].get("samples") or {}).get("excluded") or {}
         for entry in (task.config.metadata or {}).get("breakdown", []):
             by = [entry] if isinstance(entry, str) else list(entry)
             if not any(all(f in r for f in by) for r in rows):
                 continue
             lines += ["", f"### {task.name} by {' × '.join(by)}", "", breakdown_table(rows, by, metrics)]
+            if left_out:
+                lines += ["", f"Not in this table: {sum(left_out.values())} docs the task left out ("
+                          + ", ".join(f"{reason} {n}" for reason, n in left_out.items()) + ")."]
     return "\n".join(lines) + "\n"
 
 
