@@ -468,7 +468,8 @@ def plan_run(adapter, task_names: list[str], *, include_path=None, limit=None, g
         todo = [r for r in run.requests if r.key not in found]
         todo_all += todo
         entry = {"requests": len(run.requests), "cached": len(run.requests) - len(todo),
-                 "unreadable_docs": len(run.errors), "audio_s": round(sum(r.audio_seconds for r in todo), 3)}
+                 "unreadable_docs": len(run.errors), "audio_s": round(sum(r.audio_seconds for r in todo), 3),
+                 **({"excluded": dict(sorted(run.excluded.items()))} if run.excluded else {})}
         if estimate is not None:
             entry["estimate"] = estimate(todo)
         tasks[run.task.name] = entry

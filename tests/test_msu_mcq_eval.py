@@ -325,3 +325,11 @@ def test_report_states_the_reverse_questions_left_out(run):
                     ("msu_mcq_zh", "reverse_question", "2"), ("msu_mcq_en", "reverse_question", "1")}
     after = report.split("### msu_mcq by task\n", 1)[1].split("###", 1)[0]
     assert "Not in this table: 3 docs the task left out (reverse_question 3)." in after
+
+
+def test_dry_run_states_the_reverse_questions_left_out(in_workdir, tmp_path):
+    from lalm_eval.evaluator import plan_run
+
+    plan = plan_run(Scripted(), ["msu_mcq", "msu_mcq_gi"], cache_dir=tmp_path / "c", use_cache=False)
+    assert plan["tasks"]["msu_mcq"]["requests"] == 13 and plan["tasks"]["msu_mcq"]["excluded"] == {"reverse_question": 3}
+    assert "excluded" not in plan["tasks"]["msu_mcq_gi"]  # GI: no reverse_* question in the fixture
