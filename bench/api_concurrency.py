@@ -28,9 +28,11 @@ def rate(protocol: str, latency: float, concurrency: int, n: int) -> float:
     """Requests per second of one ``generate`` call of ``n`` requests at ``concurrency``."""
     if protocol == "openai":
         from lalm_eval.models.openai_audio import OpenAIAudioAdapter as Adapter
+
         server_cls, model = OpenAIServer, "gpt-4o-audio-preview"
     else:
         from lalm_eval.models.gemini import GeminiAdapter as Adapter
+
         server_cls, model = GeminiServer, "gemini-2.5-flash"
     with server_cls(latency=latency) as server:
         adapter = Adapter(model=model, base_url=server.base_url, concurrency=concurrency)

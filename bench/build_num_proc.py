@@ -35,8 +35,12 @@ def palm_build(out: Path, preset: str, overrides: dict, work: Path, num_proc: in
 
     t0 = time.perf_counter()
     info = build(out, load_preset(preset, overrides), work_dir=work, num_proc=num_proc)
-    return {"wall": time.perf_counter() - t0, "generate": info["seconds"]["generate_and_export"],
-            "rows": info["stats"]["total_samples"], "shards": info["shards"]}
+    return {
+        "wall": time.perf_counter() - t0,
+        "generate": info["seconds"]["generate_and_export"],
+        "rows": info["stats"]["total_samples"],
+        "shards": info["shards"],
+    }
 
 
 def msu_build(out: Path, preset: str, overrides: dict, work: Path, num_proc: int) -> dict:
@@ -45,8 +49,12 @@ def msu_build(out: Path, preset: str, overrides: dict, work: Path, num_proc: int
 
     t0 = time.perf_counter()
     info = build(out, load_preset(preset, overrides), num_proc=num_proc)
-    return {"wall": time.perf_counter() - t0, "generate": None, "rows": info["stats"]["total_questions"],
-            "shards": info["shards"]}
+    return {
+        "wall": time.perf_counter() - t0,
+        "generate": None,
+        "rows": info["stats"]["total_questions"],
+        "shards": info["shards"],
+    }
 
 
 def main(argv=None) -> int:
@@ -78,13 +86,17 @@ def main(argv=None) -> int:
             same = all(t["shards"] == base["shards"] for t in timed.values())
             identical &= same
             label = f"{name} {args.preset}" + (f" {' '.join(args.set)}" if extra else "")
-            print(f"\n{label}: {base['rows']} rows, {len(base['shards'])} shards, identical for "
-                  f"num_proc {args.num_proc}: {same}")
-            print(f"{'num_proc':>8s} {'wall s':>8s} {'gen+export s':>13s} {'speed-up (wall)':>16s} "
-                  f"{'speed-up (gen)':>15s}")
+            print(
+                f"\n{label}: {base['rows']} rows, {len(base['shards'])} shards, identical for "
+                f"num_proc {args.num_proc}: {same}"
+            )
+            print(
+                f"{'num_proc':>8s} {'wall s':>8s} {'gen+export s':>13s} {'speed-up (wall)':>16s} "
+                f"{'speed-up (gen)':>15s}"
+            )
             for n, t in timed.items():
                 gen = f"{t['generate']:.1f}" if t["generate"] is not None else "-"
-                gen_ratio = (f"{base['generate'] / t['generate']:.2f}x" if t["generate"] else "-")
+                gen_ratio = f"{base['generate'] / t['generate']:.2f}x" if t["generate"] else "-"
                 print(f"{n:8d} {t['wall']:8.1f} {gen:>13s} {base['wall'] / t['wall']:15.2f}x {gen_ratio:>15s}")
     return 0 if identical else 1
 

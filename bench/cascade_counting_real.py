@@ -98,14 +98,17 @@ def main(argv=None) -> int:
     thresholds = [calibrated] + [float(t) for t in args.thresholds.split(",") if t]
     analyses = {k: [(name, adapter.analysis(a), n) for name, a, n in items] for k, items in sets.items()}
 
-    print(f"calibrated clustering threshold {calibrated:.3f} (EER {adapter.calibration['cluster_eer']:.3f}, "
-          f"{adapter.calibration['conditions']}, {adapter.calibration['n_subjects']} enrolled subjects)")
+    print(
+        f"calibrated clustering threshold {calibrated:.3f} (EER {adapter.calibration['cluster_eer']:.3f}, "
+        f"{adapter.calibration['conditions']}, {adapter.calibration['n_subjects']} enrolled subjects)"
+    )
     print("threshold  " + "  ".join(f"{k} ({len(v)})" for k, v in sets.items()))
     for t in thresholds:
         cells = []
         for items in analyses.values():
-            right = sum(cluster(an, SR, t, adapter.min_speech_s, adapter.cfg.median).n_speakers == n
-                        for _, an, n in items)
+            right = sum(
+                cluster(an, SR, t, adapter.min_speech_s, adapter.cfg.median).n_speakers == n for _, an, n in items
+            )
             cells.append(f"{right}/{len(items)}")
         print(f"{t:9.3f}  " + "  ".join(f"{c:>{len(k) + 4}}" for c, k in zip(cells, sets)))
     print("\ncentroid similarity of the best two-cluster split (raw resemblyzer embeddings):")

@@ -30,11 +30,28 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-TEXT = dict(model_type="qwen2", vocab_size=156032, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
-            num_attention_heads=32, num_key_value_heads=32, max_position_embeddings=8192, rms_norm_eps=1e-6,
-            rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False)
-AUDIO = dict(model_type="qwen2_audio_encoder", d_model=1280, encoder_layers=32, encoder_attention_heads=20,
-             encoder_ffn_dim=5120, num_mel_bins=128, max_source_positions=1500)
+TEXT = dict(
+    model_type="qwen2",
+    vocab_size=156032,
+    hidden_size=4096,
+    intermediate_size=11008,
+    num_hidden_layers=32,
+    num_attention_heads=32,
+    num_key_value_heads=32,
+    max_position_embeddings=8192,
+    rms_norm_eps=1e-6,
+    rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+    tie_word_embeddings=False,
+)
+AUDIO = dict(
+    model_type="qwen2_audio_encoder",
+    d_model=1280,
+    encoder_layers=32,
+    encoder_attention_heads=20,
+    encoder_ffn_dim=5120,
+    num_mel_bins=128,
+    max_source_positions=1500,
+)
 
 
 def tokenizer_7b():
@@ -50,17 +67,28 @@ def tokenizer_7b():
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(_SENTENCES * 20, trainers.BpeTrainer(
-        vocab_size=300, special_tokens=_BASE_SPECIAL + audio, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False))
+    tok.train_from_iterator(
+        _SENTENCES * 20,
+        trainers.BpeTrainer(
+            vocab_size=300,
+            special_tokens=_BASE_SPECIAL + audio,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
     data = json.loads(tok.to_str())
     vocab = data["model"]["vocab"]
     for i in range(TEXT["vocab_size"] - len(vocab)):
         vocab[f"<r{i}>"] = len(vocab)
     tok = Tokenizer.from_str(json.dumps(data))
     assert tok.get_vocab_size(with_added_tokens=True) == TEXT["vocab_size"]
-    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                   padding_side="left", additional_special_tokens=_BASE_SPECIAL[1:] + audio)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        padding_side="left",
+        additional_special_tokens=_BASE_SPECIAL[1:] + audio,
+    )
 
 
 def build_model(out: Path) -> Path:
@@ -79,10 +107,14 @@ def build_model(out: Path) -> Path:
 
     t0 = time.perf_counter()
     tokenizer = tokenizer_7b()
-    processor = Qwen2AudioProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=128, sampling_rate=16000),
-                                    tokenizer=tokenizer, chat_template=QWEN2_AUDIO_TEMPLATE)
-    cfg = Qwen2AudioConfig(audio_config=AUDIO, text_config=TEXT,
-                           audio_token_index=tokenizer.convert_tokens_to_ids("<|AUDIO|>"))
+    processor = Qwen2AudioProcessor(
+        feature_extractor=WhisperFeatureExtractor(feature_size=128, sampling_rate=16000),
+        tokenizer=tokenizer,
+        chat_template=QWEN2_AUDIO_TEMPLATE,
+    )
+    cfg = Qwen2AudioConfig(
+        audio_config=AUDIO, text_config=TEXT, audio_token_index=tokenizer.convert_tokens_to_ids("<|AUDIO|>")
+    )
     torch.manual_seed(0)
     previous = torch.get_default_dtype()
     torch.set_default_dtype(torch.bfloat16)
@@ -107,8 +139,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", type=Path, default=Path("/tmp/lalm-gpu-bench"))
     ap.add_argument("--n", type=int, default=0, help="docs of the PALM recognition test split (0: all)")
-    ap.add_argument("--tokens", type=int, default=0, help="new tokens (also the minimum); 0: the task's own "
-                    "kwargs (128 new tokens, greedy)")
+    ap.add_argument(
+        "--tokens",
+        type=int,
+        default=0,
+        help="new tokens (also the minimum); 0: the task's own kwargs (128 new tokens, greedy)",
+    )
     ap.add_argument("--hf_batch_size", default="auto")
     ap.add_argument("--gpu_memory_utilization", type=float, default=0.85)
     args = ap.parse_args(argv)
@@ -126,12 +162,23 @@ def main(argv=None) -> int:
     print(f"GPU: {torch.cuda.get_device_name(0)}; torch {torch.__version__}", flush=True)
     hf = run_child("hf", str(model), args.n, work, tokens, "bfloat16", "cuda", args.hf_batch_size, all_rows=True)
     print(f"hf done: {hf['n']} samples, generation {hf['generate_s']:.1f} s", flush=True)
-    vl = run_child("vllm", str(model), args.n, work, tokens, "bfloat16", "cuda", args.hf_batch_size, all_rows=True,
-                   vllm_args={"gpu_memory_utilization": args.gpu_memory_utilization, "max_model_len": 8192})
+    vl = run_child(
+        "vllm",
+        str(model),
+        args.n,
+        work,
+        tokens,
+        "bfloat16",
+        "cuda",
+        args.hf_batch_size,
+        all_rows=True,
+        vllm_args={"gpu_memory_utilization": args.gpu_memory_utilization, "max_model_len": 8192},
+    )
     text = report(hf, vl)
     print(text)
-    (work / "gpu_backends.json").write_text(json.dumps({"hf": hf, "vllm": vl, "report": text,
-                                                       "gpu": torch.cuda.get_device_name(0)}, indent=1))
+    (work / "gpu_backends.json").write_text(
+        json.dumps({"hf": hf, "vllm": vl, "report": text, "gpu": torch.cuda.get_device_name(0)}, indent=1)
+    )
     print(f"wrote {work / 'gpu_backends.json'}")
     return 0
 

@@ -53,7 +53,7 @@ def hand_loop(model_dir: Path, requests, batch: int) -> float:
     run_chunks(processor, model, [requests[order[0]]])  # warm-up, as the harness gets one
     t0 = time.perf_counter()
     for start in range(0, len(order), batch):
-        run_chunks(processor, model, [requests[i] for i in order[start:start + batch]])
+        run_chunks(processor, model, [requests[i] for i in order[start : start + batch]])
     return time.perf_counter() - t0
 
 
@@ -66,11 +66,12 @@ def run_chunks(processor, model, chunk) -> None:
         text = r.messages[-1]["content"][-1]["text"]
         conv = [{"role": "user", "content": [{"type": "audio", "audio_url": "a.wav"}, {"type": "text", "text": text}]}]
         texts.append(processor.apply_chat_template(conv, add_generation_prompt=True, tokenize=False))
-    inputs = processor(text=texts, audio=[r.audios[0] for r in chunk], sampling_rate=16000,
-                       return_tensors="pt", padding=True)
+    inputs = processor(
+        text=texts, audio=[r.audios[0] for r in chunk], sampling_rate=16000, return_tensors="pt", padding=True
+    )
     with torch.no_grad():
         out = model.generate(**inputs, max_new_tokens=32, min_new_tokens=32, do_sample=False)
-    processor.batch_decode(out[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+    processor.batch_decode(out[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
 
 
 def harness_generate(model_dir: Path, requests, batch: int) -> float:
@@ -84,9 +85,27 @@ def harness_generate(model_dir: Path, requests, batch: int) -> float:
 
 
 def whole_process(model_dir: Path, out: Path, cache: Path, n: int) -> float:
-    cmd = [sys.executable, "-m", "lalm_eval.cli", "--model", "qwen2_audio", "--model_args", f"pretrained={model_dir}",
-           "--tasks", "palm_recognition", "--limit", str(n), "--batch_size", "8", "--output_path", str(out),
-           "--cache_dir", str(cache), "--gen_kwargs", "max_new_tokens=32,min_new_tokens=32"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "lalm_eval.cli",
+        "--model",
+        "qwen2_audio",
+        "--model_args",
+        f"pretrained={model_dir}",
+        "--tasks",
+        "palm_recognition",
+        "--limit",
+        str(n),
+        "--batch_size",
+        "8",
+        "--output_path",
+        str(out),
+        "--cache_dir",
+        str(cache),
+        "--gen_kwargs",
+        "max_new_tokens=32,min_new_tokens=32",
+    ]
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, capture_output=True, cwd=out.parent)
     return time.perf_counter() - t0
@@ -112,15 +131,21 @@ def main(argv=None) -> int:
             rows[batch] = (hand_loop(model_dir, requests, batch), harness_generate(model_dir, requests, batch))
         print(f"{'batch':>5} {'hand s':>8} {'harness s':>10} {'hand/s':>8} {'harness/s':>10} {'overhead':>9}")
         for batch, (hand, harness) in rows.items():
-            print(f"{batch:5d} {hand:8.2f} {harness:10.2f} {len(requests) / hand:8.2f} {len(requests) / harness:10.2f} "
-                  f"{harness / hand - 1:+9.1%}")
-        print(f"batch-8/batch-1 speed-up: hand loop {rows[1][0] / rows[8][0]:.2f}x, harness {rows[1][1] / rows[8][1]:.2f}x")
+            print(
+                f"{batch:5d} {hand:8.2f} {harness:10.2f} {len(requests) / hand:8.2f} {len(requests) / harness:10.2f} "
+                f"{harness / hand - 1:+9.1%}"
+            )
+        print(
+            f"batch-8/batch-1 speed-up: hand loop {rows[1][0] / rows[8][0]:.2f}x, harness {rows[1][1] / rows[8][1]:.2f}x"
+        )
         for stale in work.glob("responses.sqlite*"):  # the first run must start with no cached responses
             stale.unlink()
         first = whole_process(model_dir, tmp / "out1", work, args.n)
         again = whole_process(model_dir, tmp / "out2", work, args.n)
-        print(f"whole process (lalm-eval, batch 8, datasets already built): first {first:.1f} s "
-              f"({args.n / first:.2f} samples/s), cached rerun {again:.1f} s = {again / first:.1%} of the first")
+        print(
+            f"whole process (lalm-eval, batch 8, datasets already built): first {first:.1f} s "
+            f"({args.n / first:.2f} samples/s), cached rerun {again:.1f} s = {again / first:.1%} of the first"
+        )
     return 0
 
 

@@ -50,16 +50,22 @@ def main(argv=None) -> int:
         tmp = Path(tmp)
         work = args.work_dir or tmp / "work"
         timed_build(tmp / "warmup", {}, args.preset, work)
-        runs = {"with augmentation": timed_build(tmp / "aug", {}, args.preset, work),
-                "no augmentation": timed_build(tmp / "noaug", {"augmentation": {}}, args.preset, work)}
-    print(f"{'build':20s} {'samples':>8s} {'audio h':>8s} {'wall s':>7s} {'gen+exp s':>9s} "
-          f"{'xRT total':>10s} {'xRT gen':>8s} {'kB/sample':>10s}")
+        runs = {
+            "with augmentation": timed_build(tmp / "aug", {}, args.preset, work),
+            "no augmentation": timed_build(tmp / "noaug", {"augmentation": {}}, args.preset, work),
+        }
+    print(
+        f"{'build':20s} {'samples':>8s} {'audio h':>8s} {'wall s':>7s} {'gen+exp s':>9s} "
+        f"{'xRT total':>10s} {'xRT gen':>8s} {'kB/sample':>10s}"
+    )
     for name, info in runs.items():
         st, sec = info["stats"], info["seconds"]
         audio_s = st["total_sample_hours"] * 3600
-        print(f"{name:20s} {st['total_samples']:8d} {st['total_sample_hours']:8.2f} {info['wall']:7.1f} "
-              f"{sec['generate_and_export']:9.1f} {audio_s / info['wall']:10.0f} {audio_s / sec['generate_and_export']:8.0f} "
-              f"{info['bytes_per_sample'] / 1000:10.1f}")
+        print(
+            f"{name:20s} {st['total_samples']:8d} {st['total_sample_hours']:8.2f} {info['wall']:7.1f} "
+            f"{sec['generate_and_export']:9.1f} {audio_s / info['wall']:10.0f} {audio_s / sec['generate_and_export']:8.0f} "
+            f"{info['bytes_per_sample'] / 1000:10.1f}"
+        )
     aug, plain = runs["with augmentation"], runs["no augmentation"]
     ratio = (plain["stats"]["total_sample_hours"] / plain["wall"]) / (aug["stats"]["total_sample_hours"] / aug["wall"])
     print(f"\nno-augmentation / augmentation throughput ratio: {ratio:.2f}")
@@ -69,8 +75,10 @@ def main(argv=None) -> int:
         # disk scales with audio, not sample count (the paper's samples average 7.3 s, ours longer)
         bytes_per_audio_s = info["parquet_bytes"] / (info["stats"]["total_sample_hours"] * 3600)
         disk_gb = PAPER_TEST["hours"] * 3600 * bytes_per_audio_s / 1e9
-        print(f"paper-scale test split ({PAPER_TEST['samples']} samples, {PAPER_TEST['hours']:.0f} h) "
-              f"{name}: ~{hours:.1f} h of build time on this machine, ~{disk_gb:.1f} GB of Parquet")
+        print(
+            f"paper-scale test split ({PAPER_TEST['samples']} samples, {PAPER_TEST['hours']:.0f} h) "
+            f"{name}: ~{hours:.1f} h of build time on this machine, ~{disk_gb:.1f} GB of Parquet"
+        )
     return 0
 
 

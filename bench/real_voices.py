@@ -30,8 +30,14 @@ import numpy as np
 SR = 16_000
 ASTERISK = Path("/usr/share/asterisk/sounds")
 #: folder → speaker; both Allison folders are one person
-ASTERISK_VOICES = {"en_US_f_Allison": "allison", "es_MX_f_Allison": "allison", "fr_CA_f_June": "june",
-                   "it_IT_f_Menardi": "menardi", "it_IT_m_Carlo": "carlo", "ru_RU_f_IvrvoiceRU": "ivrvoice_ru"}
+ASTERISK_VOICES = {
+    "en_US_f_Allison": "allison",
+    "es_MX_f_Allison": "allison",
+    "fr_CA_f_June": "june",
+    "it_IT_f_Menardi": "menardi",
+    "it_IT_m_Carlo": "carlo",
+    "ru_RU_f_IvrvoiceRU": "ivrvoice_ru",
+}
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
 PYANNOTE_SAMPLE = "pyannote/audio/sample/sample"
 
@@ -42,8 +48,12 @@ def _read(path_or_bytes, sr: int = SR) -> np.ndarray:
     return read_audio(path_or_bytes, sr)[0]
 
 
-def asterisk_voices(min_s: float = 1.5, max_per_folder: int | None = None,
-                    folders: tuple[str, ...] | None = None, max_s: float | None = None) -> dict[str, list[np.ndarray]]:
+def asterisk_voices(
+    min_s: float = 1.5,
+    max_per_folder: int | None = None,
+    folders: tuple[str, ...] | None = None,
+    max_s: float | None = None,
+) -> dict[str, list[np.ndarray]]:
     """Prompts of ``min_s`` to ``max_s`` seconds per voice (top folder only), the longest
     ``max_per_folder`` of each folder (all when None), in file-name order."""
     import soundfile as sf
@@ -95,8 +105,12 @@ def _wheel_candidates() -> list[str]:
     import os
 
     where = os.environ.get("PYANNOTE_WHEEL_DIR", "")
-    return [p for d in [where, "/tmp/spk/pyannote-audio", "~/.cache/lalm_eval/wheels"] if d
-            for p in glob.glob(str(Path(d).expanduser() / "pyannote_audio-*.whl"))]
+    return [
+        p
+        for d in [where, "/tmp/spk/pyannote-audio", "~/.cache/lalm_eval/wheels"]
+        if d
+        for p in glob.glob(str(Path(d).expanduser() / "pyannote_audio-*.whl"))
+    ]
 
 
 def pyannote_call() -> tuple[np.ndarray, list[tuple[str, float, float]]] | None:
@@ -128,12 +142,18 @@ def call_speakers(min_s: float = 1.0) -> dict[str, list[np.ndarray]]:
                 else:
                     b = min(b, c)
         if b - a >= min_s:
-            out.setdefault("call_" + spk, []).append(audio[int(a * SR):int(b * SR)])
+            out.setdefault("call_" + spk, []).append(audio[int(a * SR) : int(b * SR)])
     return out
 
 
-def alternating_dialogue(a: list[np.ndarray], b: list[np.ndarray], seconds: float = 30.0, gap_s: float = 0.3,
-                         noise: float = 0.002, seed: int = 0) -> tuple[np.ndarray, list[tuple[int, float, float]]]:
+def alternating_dialogue(
+    a: list[np.ndarray],
+    b: list[np.ndarray],
+    seconds: float = 30.0,
+    gap_s: float = 0.3,
+    noise: float = 0.002,
+    seed: int = 0,
+) -> tuple[np.ndarray, list[tuple[int, float, float]]]:
     """A ``seconds``-long dialogue of turns taken alternately from ``a`` and ``b`` (clips in
     order), separated by ``gap_s`` of faint noise; returns the audio and ``(speaker 0/1, start, end)``."""
     rng = np.random.default_rng(seed)

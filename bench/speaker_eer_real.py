@@ -42,8 +42,16 @@ sys.path.insert(0, str(ROOT))
 
 from bench.real_voices import asterisk_voices, call_speakers, librivox_reader  # noqa: E402
 
-LANGUAGE = {"allison": "en+es", "june": "fr", "menardi": "it", "carlo": "it", "ivrvoice_ru": "ru",
-            "librivox_reader": "en", "call_speaker90": "en-call", "call_speaker91": "en-call"}
+LANGUAGE = {
+    "allison": "en+es",
+    "june": "fr",
+    "menardi": "it",
+    "carlo": "it",
+    "ivrvoice_ru": "ru",
+    "librivox_reader": "en",
+    "call_speaker90": "en-call",
+    "call_speaker91": "en-call",
+}
 
 
 def real_clips(per_speaker: int) -> dict[str, list[np.ndarray]]:
@@ -78,8 +86,10 @@ def build(name: str, ecapa_source: str | None):
 
     if name == "ecapa":
         if not ecapa_source:
-            raise RuntimeError("no ECAPA weights: no PyPI package ships them (pass --ecapa-source DIR "
-                               "holding speechbrain's spkrec-ecapa-voxceleb files)")
+            raise RuntimeError(
+                "no ECAPA weights: no PyPI package ships them (pass --ecapa-source DIR "
+                "holding speechbrain's spkrec-ecapa-voxceleb files)"
+            )
         return get_speaker_encoder("ecapa", source=ecapa_source)
     return get_speaker_encoder(name)
 
@@ -95,13 +105,14 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)
     voices = real_clips(args.per_speaker)
     if len(voices) < 2:
-        print("missing: fewer than two real speakers found (install the Debian packages named in "
-              "bench/real_voices.py)")
+        print("missing: fewer than two real speakers found (install the Debian packages named in bench/real_voices.py)")
         return 1
     labels = [s for s, clips in voices.items() for _ in clips]
     audios = [c for clips in voices.values() for c in clips]
-    print("speakers (clips, mean s):", ", ".join(f"{s} ({len(c)}, {np.mean([len(x) for x in c]) / 16000:.1f})"
-                                                 for s, c in voices.items()))
+    print(
+        "speakers (clips, mean s):",
+        ", ".join(f"{s} ({len(c)}, {np.mean([len(x) for x in c]) / 16000:.1f})" for s, c in voices.items()),
+    )
     results = {}
     for name in [n.strip() for n in args.encoders.split(",") if n.strip()]:
         t0 = time.perf_counter()

@@ -37,11 +37,27 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 QWEN2_AUDIO_7B = dict(
-    audio_config=dict(model_type="qwen2_audio_encoder", d_model=1280, encoder_layers=32, encoder_attention_heads=20,
-                      encoder_ffn_dim=5120, num_mel_bins=128, max_source_positions=1500),
-    text_config=dict(model_type="qwen2", vocab_size=156032, hidden_size=4096, intermediate_size=11008,
-                     num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32,
-                     max_position_embeddings=8192, rope_theta=10000.0))
+    audio_config=dict(
+        model_type="qwen2_audio_encoder",
+        d_model=1280,
+        encoder_layers=32,
+        encoder_attention_heads=20,
+        encoder_ffn_dim=5120,
+        num_mel_bins=128,
+        max_source_positions=1500,
+    ),
+    text_config=dict(
+        model_type="qwen2",
+        vocab_size=156032,
+        hidden_size=4096,
+        intermediate_size=11008,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=32,
+        max_position_embeddings=8192,
+        rope_theta=10000.0,
+    ),
+)
 NAMES = ["Alice", "Bob", "Carol", "David"]
 
 
@@ -65,16 +81,23 @@ def fixture(root: Path, n: int, seconds: float) -> Path:
         rows["audio"].append({"bytes": buf.getvalue(), "path": None})
         rows["n_speakers"].append(1)
         rows["queried"].append([name])
-    features = datasets.Features({"question": datasets.Value("string"), "answer": datasets.Value("string"),
-                                  "audio": datasets.Audio(sampling_rate=16000), "n_speakers": datasets.Value("int32"),
-                                  "queried": datasets.Sequence(datasets.Value("string"))})
-    files = export_dataset_dict({"main": datasets.DatasetDict({"train": datasets.Dataset.from_dict(rows, features)})},
-                                root / "ds")
+    features = datasets.Features(
+        {
+            "question": datasets.Value("string"),
+            "answer": datasets.Value("string"),
+            "audio": datasets.Audio(sampling_rate=16000),
+            "n_speakers": datasets.Value("int32"),
+            "queried": datasets.Sequence(datasets.Value("string")),
+        }
+    )
+    files = export_dataset_dict(
+        {"main": datasets.DatasetDict({"train": datasets.Dataset.from_dict(rows, features)})}, root / "ds"
+    )
     write_card(root / "ds", f"---\n{front_matter(files)}\n---\n")
     tasks = root / "tasks"
     tasks.mkdir()
     (tasks / "bench_recognition.yaml").write_text(f"""task: bench_recognition
-dataset_path: {root / 'ds'}
+dataset_path: {root / "ds"}
 dataset_name: main
 training_split: train
 doc_to_audio: "{{{{ audio }}}}"
@@ -118,23 +141,42 @@ def run(recipe: str, args, tiny_dir: Path, tasks: Path, work: Path) -> dict:
         torch.cuda.reset_peak_memory_stats()
     stamps = []
 
-    opts = TrainOptions(tasks=["bench_recognition"], recipe=recipe, output_dir=work / recipe, cache_dir=work / "cache",
-                        include_path=[str(tasks)], max_steps=args.steps, batch_size=args.batch_size,
-                        learning_rate=1e-5, tokens=16 if recipe == "prompt_tuning" else None,
-                        gradient_checkpointing=args.gradient_checkpointing or (recipe == "full" and args.arch != "tiny"),
-                        save_steps=10 ** 9)
+    opts = TrainOptions(
+        tasks=["bench_recognition"],
+        recipe=recipe,
+        output_dir=work / recipe,
+        cache_dir=work / "cache",
+        include_path=[str(tasks)],
+        max_steps=args.steps,
+        batch_size=args.batch_size,
+        learning_rate=1e-5,
+        tokens=16 if recipe == "prompt_tuning" else None,
+        gradient_checkpointing=args.gradient_checkpointing or (recipe == "full" and args.arch != "tiny"),
+        save_steps=10**9,
+    )
     t0 = time.time()
     info = train(adapter, opts)
     wall = time.time() - t0
     points = json.loads((work / recipe / "loss.json").read_text())
     stamps = [p["step"] for p in points]
-    out = {"recipe": recipe, "arch": args.arch, "device": args.device, "dtype": adapter.dtype,
-           "steps": info["global_step"], "batch_size": args.batch_size, "audio_s": args.seconds,
-           "train_samples_per_second": info["train_samples_per_second"], "train_seconds": info["seconds"],
-           "wall_seconds_incl_setup": round(wall, 1), "trainable_parameters": info["trainable_parameters"],
-           "loss_first": info["loss_first"], "loss_last": info["loss_last"], "logged_steps": len(stamps)}
+    out = {
+        "recipe": recipe,
+        "arch": args.arch,
+        "device": args.device,
+        "dtype": adapter.dtype,
+        "steps": info["global_step"],
+        "batch_size": args.batch_size,
+        "audio_s": args.seconds,
+        "train_samples_per_second": info["train_samples_per_second"],
+        "train_seconds": info["seconds"],
+        "wall_seconds_incl_setup": round(wall, 1),
+        "trainable_parameters": info["trainable_parameters"],
+        "loss_first": info["loss_first"],
+        "loss_last": info["loss_last"],
+        "logged_steps": len(stamps),
+    }
     if cuda:
-        out["peak_gpu_memory_gib"] = round(torch.cuda.max_memory_allocated() / 2 ** 30, 2)
+        out["peak_gpu_memory_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
     del adapter
     if cuda:
         torch.cuda.empty_cache()
@@ -148,8 +190,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--arch", choices=["tiny", "qwen2-audio-7b"], default="tiny")
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--recipes", default=None, help="comma-separated (default: all on tiny; full,lora_attn_ffn,"
-                                                    "prompt_tuning on the 7B)")
+    ap.add_argument(
+        "--recipes",
+        default=None,
+        help="comma-separated (default: all on tiny; full,lora_attn_ffn,prompt_tuning on the 7B)",
+    )
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--batch_size", type=int, default=2)
     ap.add_argument("--seconds", type=float, default=20.0, help="audio per example")
@@ -171,9 +216,12 @@ def main() -> int:
             print(json.dumps(rows[-1]), flush=True)
     print("\n| recipe | samples/s | trainable params | peak GPU GiB | loss first → last |\n|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['recipe']} | {r.get('train_samples_per_second', '—')} | {r.get('trainable_parameters', '—'):,} | "
-              f"{r.get('peak_gpu_memory_gib', '—')} | {r.get('loss_first', '—')} → {r.get('loss_last', r.get('error'))} |"
-              if "error" not in r else f"| {r['recipe']} | error: {r['error']} | | | |")
+        print(
+            f"| {r['recipe']} | {r.get('train_samples_per_second', '—')} | {r.get('trainable_parameters', '—'):,} | "
+            f"{r.get('peak_gpu_memory_gib', '—')} | {r.get('loss_first', '—')} → {r.get('loss_last', r.get('error'))} |"
+            if "error" not in r
+            else f"| {r['recipe']} | error: {r['error']} | | | |"
+        )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
     return 0

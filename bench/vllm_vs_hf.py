@@ -60,8 +60,9 @@ def child(args) -> int:
     t_requests = time.perf_counter()
     if args.child == "vllm":
         extra = json.loads(args.vllm_args) if args.vllm_args else {}
-        adapter = MODELS.get("vllm")(pretrained=args.model, dtype=args.dtype, device=args.device,
-                                     limit_audio_per_prompt=1, **extra)
+        adapter = MODELS.get("vllm")(
+            pretrained=args.model, dtype=args.dtype, device=args.device, limit_audio_per_prompt=1, **extra
+        )
         adapter.engine(1)
     else:
         adapter = MODELS.get("qwen2_audio")(pretrained=args.model, dtype=args.dtype, device=args.device)
@@ -70,24 +71,65 @@ def child(args) -> int:
     t_start = time.perf_counter()
     responses = adapter.generate(requests, args.hf_batch_size)
     t_gen = time.perf_counter()
-    Path(args.out).write_text(json.dumps({
-        "backend": args.child, "n": len(requests), "audio_s": sum(r.audio_seconds for r in requests),
-        "setup_s": t_requests - t0, "startup_s": t_start - t_requests, "generate_s": t_gen - t_start,
-        "texts": [r.text for r in responses], "errors": [r.error for r in responses if r.error],
-        "completion_tokens": sum(r.meta.get("usage", {}).get("completion_tokens", 0) for r in responses)}))
+    Path(args.out).write_text(
+        json.dumps(
+            {
+                "backend": args.child,
+                "n": len(requests),
+                "audio_s": sum(r.audio_seconds for r in requests),
+                "setup_s": t_requests - t0,
+                "startup_s": t_start - t_requests,
+                "generate_s": t_gen - t_start,
+                "texts": [r.text for r in responses],
+                "errors": [r.error for r in responses if r.error],
+                "completion_tokens": sum(r.meta.get("usage", {}).get("completion_tokens", 0) for r in responses),
+            }
+        )
+    )
     if args.child == "vllm":
         adapter.close()
     return 0
 
 
-def run_child(backend: str, model: str, n: int, work: Path, tokens: int | None, dtype: str, device: str,
-              hf_batch_size: str, all_rows: bool = False, vllm_args: dict | None = None, timeout: int = 7200) -> dict:
+def run_child(
+    backend: str,
+    model: str,
+    n: int,
+    work: Path,
+    tokens: int | None,
+    dtype: str,
+    device: str,
+    hf_batch_size: str,
+    all_rows: bool = False,
+    vllm_args: dict | None = None,
+    timeout: int = 7200,
+) -> dict:
     out = work / f"{backend}.json"
     gen = None if tokens is None else {"max_new_tokens": tokens, "min_new_tokens": tokens, "do_sample": False}
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", backend, "--model", model, "--n", str(n),
-           "--cache", str(work / "cache"), "--out", str(out), "--dtype", dtype, "--device", device,
-           "--hf_batch_size", str(hf_batch_size), "--gen", json.dumps(gen) if gen else "",
-           "--vllm_args", json.dumps(vllm_args or {})] + (["--all_rows"] if all_rows else [])
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        backend,
+        "--model",
+        model,
+        "--n",
+        str(n),
+        "--cache",
+        str(work / "cache"),
+        "--out",
+        str(out),
+        "--dtype",
+        dtype,
+        "--device",
+        device,
+        "--hf_batch_size",
+        str(hf_batch_size),
+        "--gen",
+        json.dumps(gen) if gen else "",
+        "--vllm_args",
+        json.dumps(vllm_args or {}),
+    ] + (["--all_rows"] if all_rows else [])
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2")}
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=work, env=env, timeout=timeout)
@@ -110,10 +152,16 @@ def common_prefix(a: str, b: str) -> int:
 
 def report(hf: dict, vl: dict) -> str:
     n = hf["n"]
-    rows = [("whole process", "process_s"), ("  setup (imports, docs → requests)", "setup_s"),
-            ("  start-up (HF: load; vLLM: engine)", "startup_s"), ("  generation", "generate_s")]
-    lines = [f"{n} requests, {hf['audio_s'] / n:.1f} s of audio each on average",
-             f"{'':38s} {'hf':>9s} {'vllm':>9s} {'vllm/hf':>8s}"]
+    rows = [
+        ("whole process", "process_s"),
+        ("  setup (imports, docs → requests)", "setup_s"),
+        ("  start-up (HF: load; vLLM: engine)", "startup_s"),
+        ("  generation", "generate_s"),
+    ]
+    lines = [
+        f"{n} requests, {hf['audio_s'] / n:.1f} s of audio each on average",
+        f"{'':38s} {'hf':>9s} {'vllm':>9s} {'vllm/hf':>8s}",
+    ]
     for label, key in rows:
         lines.append(f"{label:38s} {hf[key]:9.1f} {vl[key]:9.1f} {vl[key] / hf[key]:8.2f}")
     for label, key in (("samples/s, generation phase", "generate_s"), ("samples/s, whole process", "process_s")):
@@ -122,12 +170,16 @@ def report(hf: dict, vl: dict) -> str:
     both = [(a, b) for a, b in zip(hf["texts"], vl["texts"]) if a is not None and b is not None]
     same = sum(a == b for a, b in both)
     prefix = sum(common_prefix(a, b) / max(1, len(a)) for a, b in both) / max(1, len(both))
-    lines.append(f"identical outputs: {same}/{len(both)} ({same / max(1, len(both)):.1%}); mean common prefix "
-                 f"{prefix:.1%} of the HF output; failed: hf {n - sum(t is not None for t in hf['texts'])}, "
-                 f"vllm {n - sum(t is not None for t in vl['texts'])}")
+    lines.append(
+        f"identical outputs: {same}/{len(both)} ({same / max(1, len(both)):.1%}); mean common prefix "
+        f"{prefix:.1%} of the HF output; failed: hf {n - sum(t is not None for t in hf['texts'])}, "
+        f"vllm {n - sum(t is not None for t in vl['texts'])}"
+    )
     if vl.get("completion_tokens"):
-        lines.append(f"vLLM generated {vl['completion_tokens']} tokens: "
-                     f"{vl['completion_tokens'] / vl['generate_s']:.0f} tokens/s in the generation phase")
+        lines.append(
+            f"vLLM generated {vl['completion_tokens']} tokens: "
+            f"{vl['completion_tokens'] / vl['generate_s']:.0f} tokens/s in the generation phase"
+        )
     return "\n".join(lines)
 
 

@@ -35,14 +35,22 @@ KEY_VERSION = 1  # bump when the key's recipe changes, so old entries are never 
 def canonical_json(value) -> str:
     """JSON with sorted keys and no whitespace: the same value gives the same bytes everywhere."""
     try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                          allow_nan=False, default=json_default)
+        return json.dumps(
+            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=json_default
+        )
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"cache key: cannot serialise {value!r:.200} ({exc})") from None
 
 
-def request_key(model_identity: dict, task_hash: str, doc_id, audios: Sequence[np.ndarray],
-                messages, gen_kwargs: dict, audio_ids: Sequence[str] | None = None) -> str:
+def request_key(
+    model_identity: dict,
+    task_hash: str,
+    doc_id,
+    audios: Sequence[np.ndarray],
+    messages,
+    gen_kwargs: dict,
+    audio_ids: Sequence[str] | None = None,
+) -> str:
     """SHA-256 hex digest of the model identity, task hash, doc id, audio hashes, messages and
     generation kwargs. Audio enters through :func:`~lalm_eval.audio.io.audio_hash` of the decoded
     16 kHz samples, so different clips under the same prompt never share a key — or, when the
@@ -67,8 +75,14 @@ def encoded_audio_id(data: bytes) -> str:
 
 def key_of(request: Request, model_identity: dict, task_hash: str | None = None) -> str:
     """:func:`request_key` of a :class:`Request` (``task_hash`` defaults to the task name)."""
-    return request_key(model_identity, task_hash if task_hash is not None else request.task,
-                       request.doc_id, request.audios, request.messages, request.gen_kwargs)
+    return request_key(
+        model_identity,
+        task_hash if task_hash is not None else request.task,
+        request.doc_id,
+        request.audios,
+        request.messages,
+        request.gen_kwargs,
+    )
 
 
 class ResponseCache(SqliteStore):
@@ -80,8 +94,10 @@ class ResponseCache(SqliteStore):
     def get_many(self, keys: Iterable[str]) -> dict[str, Response]:
         """The stored responses among ``keys`` (absent keys are simply missing from the dict),
         with the metadata stored beside them (usage, model id, audio seconds heard)."""
-        return {key: Response(text=text, error=error, cached=True, meta=json.loads(meta) if meta else {})
-                for key, text, error, meta in self._select(keys, ["text", "error", "meta"])}
+        return {
+            key: Response(text=text, error=error, cached=True, meta=json.loads(meta) if meta else {})
+            for key, text, error, meta in self._select(keys, ["text", "error", "meta"])
+        }
 
     def put_many(self, items: Iterable[tuple[str, Response]]) -> int:
         """Store the successful responses among ``(key, response)`` pairs and commit at once.
@@ -112,8 +128,9 @@ class CachedAdapter(Adapter):
     ``n_generated`` (requests handed to the inner adapter).
     """
 
-    def __init__(self, adapter: Adapter, cache: ResponseCache, chunk_size: int = 32,
-                 task_hashes: dict[str, str] | None = None):
+    def __init__(
+        self, adapter: Adapter, cache: ResponseCache, chunk_size: int = 32, task_hashes: dict[str, str] | None = None
+    ):
         super().__init__()
         if chunk_size < 1:
             raise ConfigError(f"CachedAdapter: chunk_size must be >= 1, got {chunk_size}")
@@ -132,8 +149,7 @@ class CachedAdapter(Adapter):
         """``request`` with its cache key set (kept when the evaluator already set one)."""
         if request.key:
             return request
-        return dataclasses.replace(request, key=key_of(request, self.identity(),
-                                                       self.task_hashes.get(request.task)))
+        return dataclasses.replace(request, key=key_of(request, self.identity(), self.task_hashes.get(request.task)))
 
     def generate(self, requests: list[Request], batch_size: int | str = 1) -> list[Response]:
         requests = [self.keyed(r) for r in requests]
@@ -148,11 +164,12 @@ class CachedAdapter(Adapter):
         fresh: dict[str, Response] = {}
         pending = list(todo.values())
         for i in range(0, len(pending), self.chunk_size):
-            chunk = pending[i:i + self.chunk_size]
+            chunk = pending[i : i + self.chunk_size]
             out = self.inner.generate(chunk, batch_size)
             if len(out) != len(chunk):
-                raise LalmEvalError(f"adapter {self.inner.name!r} returned {len(out)} responses "
-                                    f"for {len(chunk)} requests")
+                raise LalmEvalError(
+                    f"adapter {self.inner.name!r} returned {len(out)} responses for {len(chunk)} requests"
+                )
             self.n_generated += len(chunk)
             pairs = [(r.key, resp) for r, resp in zip(chunk, out)]
             self.cache.put_many(pairs)

@@ -60,15 +60,26 @@ def compare(reference: dict, other: dict) -> dict:
         both = [(a, b) for a, b in pairs if a["response"] is not None and b["response"] is not None]
         same = sum(a["response"] == b["response"] for a, b in both)
         ref_summary, other_summary = reference["results"][task]["summary"], other["results"][task]["summary"]
-        diffs = {m: (None if ref_summary[m] is None or other_summary.get(m) is None
-                     else other_summary[m] - ref_summary[m])
-                 for m in ref_summary if not m.endswith(("_stderr", "_ci95"))}
-        out[task] = {"compared": len(both), "identical": same,
-                     "identical_share": same / len(both) if both else None,
-                     "failed": len(pairs) - len(both), "metric_diff": diffs,
-                     "first_difference": next(({"doc_id": a["doc_id"], "reference": a["response"],
-                                                "other": b["response"]} for a, b in both
-                                               if a["response"] != b["response"]), None)}
+        diffs = {
+            m: (None if ref_summary[m] is None or other_summary.get(m) is None else other_summary[m] - ref_summary[m])
+            for m in ref_summary
+            if not m.endswith(("_stderr", "_ci95"))
+        }
+        out[task] = {
+            "compared": len(both),
+            "identical": same,
+            "identical_share": same / len(both) if both else None,
+            "failed": len(pairs) - len(both),
+            "metric_diff": diffs,
+            "first_difference": next(
+                (
+                    {"doc_id": a["doc_id"], "reference": a["response"], "other": b["response"]}
+                    for a, b in both
+                    if a["response"] != b["response"]
+                ),
+                None,
+            ),
+        }
     return out
 
 
@@ -83,40 +94,64 @@ def run_check(args) -> tuple[dict, int]:
     sizes = _batch_sizes(args.batch_sizes)
     gen_kwargs = _model_args(args.gen_kwargs)
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
-    common = dict(include_path=args.include_path, limit=args.limit, gen_kwargs=gen_kwargs,
-                  cache_dir=Path(args.cache_dir), use_cache=False)
+    common = dict(
+        include_path=args.include_path,
+        limit=args.limit,
+        gen_kwargs=gen_kwargs,
+        cache_dir=Path(args.cache_dir),
+        use_cache=False,
+    )
     adapter = build_adapter(args.model, args.model_args, args.device, args.cache_dir, use_response_cache=False)
     runs = {f"{args.model} @ batch {b}": evaluate(adapter, tasks, batch_size=b, **common) for b in sizes}
     if args.model_b:
-        other = build_adapter(args.model_b, args.model_args if args.model_args_b is None else args.model_args_b,
-                              args.device, args.cache_dir, use_response_cache=False)
+        other = build_adapter(
+            args.model_b,
+            args.model_args if args.model_args_b is None else args.model_args_b,
+            args.device,
+            args.cache_dir,
+            use_response_cache=False,
+        )
         runs[f"{args.model_b} @ batch {sizes[0]}"] = evaluate(other, tasks, batch_size=sizes[0], **common)
     names = list(runs)
     reference = runs[names[0]]
-    report = {"reference": names[0], "limit": args.limit, "min_identical": args.min_identical,
-              "sampling": _sampling(gen_kwargs, reference["tasks"]),
-              "comparisons": {name: compare(reference, runs[name]) for name in names[1:]}}
+    report = {
+        "reference": names[0],
+        "limit": args.limit,
+        "min_identical": args.min_identical,
+        "sampling": _sampling(gen_kwargs, reference["tasks"]),
+        "comparisons": {name: compare(reference, runs[name]) for name in names[1:]},
+    }
     shares = [t["identical_share"] for c in report["comparisons"].values() for t in c.values()]
     below = any(s is None or s < args.min_identical for s in shares)
     return report, 1 if below else 0
 
 
 def format_report(report: dict) -> str:
-    lines = [f"reference: {report['reference']} (first {report['limit']} docs per task)", "",
-             "| compared with | task | identical | failed | metric differences (other − reference) |",
-             "|---|---|---|---|---|"]
+    lines = [
+        f"reference: {report['reference']} (first {report['limit']} docs per task)",
+        "",
+        "| compared with | task | identical | failed | metric differences (other − reference) |",
+        "|---|---|---|---|---|",
+    ]
     for name, tasks in report["comparisons"].items():
         for task, t in tasks.items():
-            share = "—" if t["identical_share"] is None else f"{t['identical']}/{t['compared']} " \
-                                                               f"({100 * t['identical_share']:.1f} %)"
+            share = (
+                "—"
+                if t["identical_share"] is None
+                else f"{t['identical']}/{t['compared']} ({100 * t['identical_share']:.1f} %)"
+            )
             diffs = ", ".join(f"{m} {d:+.4f}" for m, d in t["metric_diff"].items() if d is not None) or "—"
             lines.append(f"| {name} | {task} | {share} | {t['failed']} | {diffs} |")
     for name, tasks in report["comparisons"].items():
         for task, t in tasks.items():
             if t["first_difference"]:
                 d = t["first_difference"]
-                lines += ["", f"first difference, {name}, {task} doc {d['doc_id']}:",
-                          f"  reference: {d['reference']!r:.300}", f"  other:     {d['other']!r:.300}"]
+                lines += [
+                    "",
+                    f"first difference, {name}, {task} doc {d['doc_id']}:",
+                    f"  reference: {d['reference']!r:.300}",
+                    f"  other:     {d['other']!r:.300}",
+                ]
     if report["sampling"]:
         lines += ["", "note: a task samples (do_sample); differences are expected — compare greedy runs"]
     return "\n".join(lines)

@@ -35,8 +35,9 @@ def _model_args(text: str) -> dict:
 
 
 def eval_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="lalm-eval", description="Evaluate audio-language models "
-                                 f"(subcommands: {', '.join(SUBCOMMANDS)})")
+    ap = argparse.ArgumentParser(
+        prog="lalm-eval", description=f"Evaluate audio-language models (subcommands: {', '.join(SUBCOMMANDS)})"
+    )
     ap.add_argument("--version", action="version", version=f"lalm-eval {__version__}")
     ap.add_argument("--model", required=True, help="registered adapter, e.g. qwen2_audio, qwen2_5_omni, hf-audio")
     ap.add_argument("--model_args", default="", help="k=v,k=v passed to the adapter (pretrained=..., dtype=...)")
@@ -51,25 +52,43 @@ def eval_parser() -> argparse.ArgumentParser:
     ap.add_argument("--gen_kwargs", default="", help="k=v,k=v overriding every task's generation kwargs")
     ap.add_argument("--cache_dir", default=str(DEFAULT_CACHE), help="datasets, embeddings and response cache")
     ap.add_argument("--no_cache", action="store_true", help="do not read or write the response cache")
-    ap.add_argument("--stream_chunk", type=int, default=None,
-                    help="cache misses decoded and generated at a time (default 64; at least the batch size; "
-                         "0: decode every request first): peak memory grows with this, not with the docs")
-    ap.add_argument("--judge", default=None,
-                    help="text LLM for the llm_judge metrics: openai:model=M,base_url=URL[,concurrency=N], "
-                         "hf:pretrained=DIR, or a preset: palm_paper[:base_url=URL] (PALM's judge, "
-                         "Qwen3-Omni-30B-A3B-Thinking, its decoding recorded; thinking traces are removed before "
-                         "parsing); judgements cached in the cache dir; without it LLM scores are reported missing")
-    ap.add_argument("--dry_run", action="store_true",
-                    help="print the requests, audio seconds and (API adapters) token and price estimate the run "
-                         "would send, cache hits discounted, without calling the model")
-    ap.add_argument("--max_cost", type=float, default=None,
-                    help="API adapters: stop sending requests once this many USD are spent (by the provider's "
-                         "usage and the price table); answers so far stay cached, a rerun resumes")
+    ap.add_argument(
+        "--stream_chunk",
+        type=int,
+        default=None,
+        help="cache misses decoded and generated at a time (default 64; at least the batch size; "
+        "0: decode every request first): peak memory grows with this, not with the docs",
+    )
+    ap.add_argument(
+        "--judge",
+        default=None,
+        help="text LLM for the llm_judge metrics: openai:model=M,base_url=URL[,concurrency=N], "
+        "hf:pretrained=DIR, or a preset: palm_paper[:base_url=URL] (PALM's judge, "
+        "Qwen3-Omni-30B-A3B-Thinking, its decoding recorded; thinking traces are removed before "
+        "parsing); judgements cached in the cache dir; without it LLM scores are reported missing",
+    )
+    ap.add_argument(
+        "--dry_run",
+        action="store_true",
+        help="print the requests, audio seconds and (API adapters) token and price estimate the run "
+        "would send, cache hits discounted, without calling the model",
+    )
+    ap.add_argument(
+        "--max_cost",
+        type=float,
+        default=None,
+        help="API adapters: stop sending requests once this many USD are spent (by the provider's "
+        "usage and the price table); answers so far stay cached, a rerun resumes",
+    )
     ap.add_argument("--prices", default=None, help="price table YAML (default: lalm_eval/models/prices.yaml)")
-    ap.add_argument("--max_failure_share", type=_share, default=None,
-                    help="exit with status 4 when a task's share of failed docs (generation errors, undecodable "
-                         "audio) exceeds this, 0-1 (default: only when every doc of a task failed); results are "
-                         "written either way")
+    ap.add_argument(
+        "--max_failure_share",
+        type=_share,
+        default=None,
+        help="exit with status 4 when a task's share of failed docs (generation errors, undecodable "
+        "audio) exceeds this, 0-1 (default: only when every doc of a task failed); results are "
+        "written either way",
+    )
     return ap
 
 
@@ -110,16 +129,20 @@ def redact_model_args(text: str) -> str:
 
 def format_plan(plan: dict) -> str:
     """The ``--dry_run`` table: per task and in total."""
-    lines = ["| task | requests | cached | audio s to send | est. tokens (audio + text) | max output tokens "
-             "| est. USD |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| task | requests | cached | audio s to send | est. tokens (audio + text) | max output tokens | est. USD |",
+        "|---|---|---|---|---|---|---|",
+    ]
 
     def row(name, e):
         est = e.get("estimate") or {}
-        tokens = (f"{est.get('est_audio_tokens', 0) + est.get('est_text_tokens', 0):,}" if est else "—")
+        tokens = f"{est.get('est_audio_tokens', 0) + est.get('est_text_tokens', 0):,}" if est else "—"
         cost = est.get("est_cost_usd")
         usd = f"{cost:.4f}" if isinstance(cost, (int, float)) else "—"
-        return (f"| {name} | {e['requests']} | {e['cached']} | {e['audio_s']:.1f} | {tokens} | "
-                f"{est.get('max_completion_tokens', '—') if est else '—'} | {usd} |")
+        return (
+            f"| {name} | {e['requests']} | {e['cached']} | {e['audio_s']:.1f} | {tokens} | "
+            f"{est.get('max_completion_tokens', '—') if est else '—'} | {usd} |"
+        )
 
     lines += [row(name, e) for name, e in plan["tasks"].items()] + [row("**total**", plan["total"])]
     est = plan["total"].get("estimate") or {}
@@ -146,8 +169,9 @@ def attach_budget(adapter, args) -> None:
         adapter.budget = Budget(args.max_cost, prices)
 
 
-def build_adapter(model: str, model_args_text: str, device: str | None, cache_dir: str,
-                  use_response_cache: bool = True):
+def build_adapter(
+    model: str, model_args_text: str, device: str | None, cache_dir: str, use_response_cache: bool = True
+):
     """The registered adapter ``model`` built from ``k=v,k=v`` args (``--device`` and, for adapters
     with caches of their own, ``--cache_dir`` passed on; adapters that write answers to the response
     cache themselves, ``WRITES_RESPONSE_CACHE``, get none under ``--no_cache``). Unknown args are
@@ -190,17 +214,25 @@ def run_eval(args) -> int:
     from lalm_eval.tasks import TaskManager
 
     manager = TaskManager(include_paths=args.include_path)  # every task and its metric_list checked
-    for name in manager.resolve(tasks):                        # before a model is built
+    for name in manager.resolve(tasks):  # before a model is built
         manager.load_task(name)
-    adapter = build_adapter(args.model, args.model_args, args.device, args.cache_dir,
-                            use_response_cache=not args.no_cache)
+    adapter = build_adapter(
+        args.model, args.model_args, args.device, args.cache_dir, use_response_cache=not args.no_cache
+    )
     attach_budget(adapter, args)
     if args.dry_run:
         from lalm_eval.evaluator import plan_run
 
-        plan = plan_run(adapter, tasks, include_path=args.include_path, limit=args.limit,
-                        gen_kwargs=_model_args(args.gen_kwargs), cache_dir=Path(args.cache_dir),
-                        use_cache=not args.no_cache, stream_chunk=args.stream_chunk)
+        plan = plan_run(
+            adapter,
+            tasks,
+            include_path=args.include_path,
+            limit=args.limit,
+            gen_kwargs=_model_args(args.gen_kwargs),
+            cache_dir=Path(args.cache_dir),
+            use_cache=not args.no_cache,
+            stream_chunk=args.stream_chunk,
+        )
         print(format_plan(plan))
         if args.output_path:
             out = Path(args.output_path) / "dry_run.json"
@@ -213,34 +245,57 @@ def run_eval(args) -> int:
         from lalm_eval.judges import judge_llm_from_spec
 
         judge_llm = judge_llm_from_spec(args.judge)
-    run = evaluate(adapter, tasks, include_path=args.include_path, batch_size=args.batch_size, limit=args.limit,
-                   gen_kwargs=_model_args(args.gen_kwargs), cache_dir=Path(args.cache_dir),
-                   use_cache=not args.no_cache, judge_llm=judge_llm, seed=args.seed,
-                   stream_chunk=args.stream_chunk)
+    run = evaluate(
+        adapter,
+        tasks,
+        include_path=args.include_path,
+        batch_size=args.batch_size,
+        limit=args.limit,
+        gen_kwargs=_model_args(args.gen_kwargs),
+        cache_dir=Path(args.cache_dir),
+        use_cache=not args.no_cache,
+        judge_llm=judge_llm,
+        seed=args.seed,
+        stream_chunk=args.stream_chunk,
+    )
     budget = getattr(adapter, "budget", None)
     not_run = sum(r.get("samples", {}).get("failures", {}).get("budget", 0) for r in run["results"].values())
     if budget is not None:
         run["budget"] = {"max_cost_usd": args.max_cost, "spent_usd": budget.spent, "not_run": not_run}
-    config = {"model": args.model, "model_args": redact_model_args(args.model_args), "batch_size": args.batch_size, "judge": args.judge,
-              "device": args.device, "seed": args.seed, "limit": args.limit, "gen_kwargs": args.gen_kwargs}
+    config = {
+        "model": args.model,
+        "model_args": redact_model_args(args.model_args),
+        "batch_size": args.batch_size,
+        "judge": args.judge,
+        "device": args.device,
+        "seed": args.seed,
+        "limit": args.limit,
+        "gen_kwargs": args.gen_kwargs,
+    }
     from lalm_eval.report.assemble import markdown_report
 
     if not is_main_process():  # every process holds all responses; one writes and prints
         return 0
     print(markdown_report(run, args.model))
-    print(f"cache: {run['cache']['hits']} hits, {run['cache']['misses']} misses; "
-          f"model calls: {run['n_generated']}; {run['seconds']:.1f} s")
+    print(
+        f"cache: {run['cache']['hits']} hits, {run['cache']['misses']} misses; "
+        f"model calls: {run['n_generated']}; {run['seconds']:.1f} s"
+    )
     if args.output_path:
         files = write_outputs(run, config, args.output_path, args.log_samples)
         print("wrote " + ", ".join(str(p) for p in files.values()))
     if not_run:
-        print(f"lalm-eval: stopped at --max_cost {args.max_cost} USD (spent {budget.spent:.4f}): {not_run} requests "
-              "not run; rerun the same command with a higher --max_cost to finish (answers so far are cached)",
-              file=sys.stderr)
+        print(
+            f"lalm-eval: stopped at --max_cost {args.max_cost} USD (spent {budget.spent:.4f}): {not_run} requests "
+            "not run; rerun the same command with a higher --max_cost to finish (answers so far are cached)",
+            file=sys.stderr,
+        )
         return 3
     failed = failed_tasks(run["results"], args.max_failure_share)
     if failed:
-        limit = "every doc failed" if args.max_failure_share is None else f"--max_failure_share {args.max_failure_share}"
+        limit = (
+            "every doc failed" if args.max_failure_share is None else f"--max_failure_share {args.max_failure_share}"
+        )
         print(f"lalm-eval: {len(failed)} task(s) failed ({limit}): " + "; ".join(failed), file=sys.stderr)
         return 4
     return 0
@@ -254,22 +309,34 @@ def run_subcommand(argv: list[str]) -> int:
     m = sub.add_parser("make-tiny-model", help="build a tiny random-weight model of a real architecture offline")
     m.add_argument("arch")
     m.add_argument("out_dir", type=Path)
-    m.add_argument("--head-dim", type=int, default=None,
-                   help="text attention head dim (qwen2_audio; 64 for vLLM's CPU kernels)")
+    m.add_argument(
+        "--head-dim", type=int, default=None, help="text attention head dim (qwen2_audio; 64 for vLLM's CPU kernels)"
+    )
     sub.add_parser("paths", help="where the task and hub-card folders of this install are")
     r = sub.add_parser("report", help="one report (paper tables, plots) from several runs' output folders")
     r.add_argument("folders", nargs="+", type=Path)
     r.add_argument("--output_path", type=Path, default=None, help="write report_<stamp>.md and plots here")
     r.add_argument("--metrics", default=None, help="comma-separated metrics for the tables (default: all)")
-    r.add_argument("--layout", default=None,
-                   help="comma-separated report layouts (task folders' report_layouts*.yaml), e.g. palm_table1, "
-                        "palm_tables5_6, msu_table3, msu_table4, msu_table6 (default: each report's defaults)")
-    r.add_argument("--error_sample", type=int, default=None,
-                   help="error-type layouts: count N classified failed answers per model, drawn at random (the "
-                        "MSU paper: 200); default: all")
+    r.add_argument(
+        "--layout",
+        default=None,
+        help="comma-separated report layouts (task folders' report_layouts*.yaml), e.g. palm_table1, "
+        "palm_tables5_6, msu_table3, msu_table4, msu_table6 (default: each report's defaults)",
+    )
+    r.add_argument(
+        "--error_sample",
+        type=int,
+        default=None,
+        help="error-type layouts: count N classified failed answers per model, drawn at random (the "
+        "MSU paper: 200); default: all",
+    )
     r.add_argument("--seed", type=int, default=0, help="seed of --error_sample's draw")
-    r.add_argument("--include_path", action="append", default=None,
-                   help="extra task folder whose report_layouts*.yaml to read (repeatable)")
+    r.add_argument(
+        "--include_path",
+        action="append",
+        default=None,
+        help="extra task folder whose report_layouts*.yaml to read (repeatable)",
+    )
     args = ap.parse_args(argv)
     if args.command == "paths":
         from lalm_eval.resources import RESOURCE_NAMES, resource_dir
@@ -280,8 +347,15 @@ def run_subcommand(argv: list[str]) -> int:
 
         metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
         layouts = [x.strip() for x in args.layout.split(",") if x.strip()] if args.layout else None
-        text, files = combine(args.folders, args.output_path, metrics, layouts=layouts,
-                              error_sample=args.error_sample, seed=args.seed, include_paths=args.include_path)
+        text, files = combine(
+            args.folders,
+            args.output_path,
+            metrics,
+            layouts=layouts,
+            error_sample=args.error_sample,
+            seed=args.seed,
+            include_paths=args.include_path,
+        )
         print(text)
         if files:
             print("wrote " + ", ".join(map(str, files)))

@@ -46,8 +46,13 @@ def load_preset_data(name_or_path: str, preset_dir: Path) -> tuple[dict, Path]:
 
 def add_llm_options(parser: argparse.ArgumentParser, purpose: str) -> None:
     parser.add_argument("--llm", help=f"text-LLM backend that {purpose} (e.g. openai)")
-    parser.add_argument("--llm-option", action="append", default=[], metavar="KEY=VALUE",
-                        help="backend option, e.g. --llm-option model=qwen-plus --llm-option base_url=http://host/v1")
+    parser.add_argument(
+        "--llm-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="backend option, e.g. --llm-option model=qwen-plus --llm-option base_url=http://host/v1",
+    )
 
 
 def llm_from_args(args):
@@ -59,8 +64,11 @@ def llm_from_args(args):
 
 
 def add_push_command(sub) -> None:
-    p = sub.add_parser("push", help="upload a built folder to the Hugging Face Hub as a dataset "
-                                    "(token: HF_TOKEN or the cached login, never printed)")
+    p = sub.add_parser(
+        "push",
+        help="upload a built folder to the Hugging Face Hub as a dataset "
+        "(token: HF_TOKEN or the cached login, never printed)",
+    )
     p.add_argument("dir", type=Path)
     p.add_argument("--repo-id", required=True)
     p.add_argument("--private", action="store_true")
@@ -72,8 +80,11 @@ def add_push_command(sub) -> None:
 def _push(args) -> int:
     from lalm_eval.hub.push import push_folder
 
-    print(push_folder(args.dir, args.repo_id, private=args.private, dry_run=args.dry_run,
-                      revision=args.revision).summary())
+    print(
+        push_folder(
+            args.dir, args.repo_id, private=args.private, dry_run=args.dry_run, revision=args.revision
+        ).summary()
+    )
     return 0
 
 

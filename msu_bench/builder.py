@@ -14,33 +14,39 @@ import numpy as np
 
 from lalm_eval.audio.io import TARGET_SR, encode_audio, read_audio_span
 from lalm_eval.hub.builder import BenchBuilder, BenchBuilderConfig
-from msu_bench.plan import MsuConfig, MsuPlan, make_plan
 from msu_bench.fields import segment_fields
+from msu_bench.plan import MsuConfig, MsuPlan, make_plan
 from msu_bench.taxonomy import load_taxonomy
 
 TIERS = ("tier1", "tier2", "tier3", "tier4")
 _SPEAKER = {k: datasets.Value("string") for k in ("label", "speaker_id", "gender", "age_group", "accent", "role")}
-_TURN = {"speaker": datasets.Value("string"), "start": datasets.Value("float32"), "end": datasets.Value("float32"),
-         "text": datasets.Value("string")}
-FEATURES = datasets.Features({
-    "id": datasets.Value("string"),
-    "segment_id": datasets.Value("string"),
-    "source": datasets.Value("string"),
-    "language": datasets.Value("string"),
-    "audio": datasets.Audio(sampling_rate=TARGET_SR),
-    "duration": datasets.Value("float32"),
-    "n_speakers": datasets.Value("int32"),
-    "tier": datasets.Value("string"),
-    "capability": datasets.Value("string"),
-    "task_id": datasets.Value("string"),
-    "task_name": datasets.Value("string"),
-    "question": datasets.Value("string"),
-    "answer": datasets.Value("string"),
-    "inference_prompt": datasets.Value("string"),
-    "speakers": datasets.List(_SPEAKER),
-    "transcript": datasets.List(_TURN),
-    "evidence": datasets.Value("string"),  # JSON: the turns / annotation fields the answer rests on
-})
+_TURN = {
+    "speaker": datasets.Value("string"),
+    "start": datasets.Value("float32"),
+    "end": datasets.Value("float32"),
+    "text": datasets.Value("string"),
+}
+FEATURES = datasets.Features(
+    {
+        "id": datasets.Value("string"),
+        "segment_id": datasets.Value("string"),
+        "source": datasets.Value("string"),
+        "language": datasets.Value("string"),
+        "audio": datasets.Audio(sampling_rate=TARGET_SR),
+        "duration": datasets.Value("float32"),
+        "n_speakers": datasets.Value("int32"),
+        "tier": datasets.Value("string"),
+        "capability": datasets.Value("string"),
+        "task_id": datasets.Value("string"),
+        "task_name": datasets.Value("string"),
+        "question": datasets.Value("string"),
+        "answer": datasets.Value("string"),
+        "inference_prompt": datasets.Value("string"),
+        "speakers": datasets.List(_SPEAKER),
+        "transcript": datasets.List(_TURN),
+        "evidence": datasets.Value("string"),  # JSON: the turns / annotation fields the answer rests on
+    }
+)
 
 
 @dataclasses.dataclass
@@ -58,40 +64,59 @@ class MsuBench(BenchBuilder):
 
     BUILDER_CONFIG_CLASS = MsuBenchConfig
     BUILDER_CONFIGS = [MsuBenchConfig(name=t, tiers=(t,), description=f"MSU-Bench {t}") for t in TIERS] + [
-        MsuBenchConfig(name="all", tiers=TIERS, description="MSU-Bench, all tiers")]
+        MsuBenchConfig(name="all", tiers=TIERS, description="MSU-Bench, all tiers")
+    ]
     DEFAULT_CONFIG_NAME = "all"
     DEFAULT_WRITER_BATCH_SIZE = 50
 
     def _info(self):
-        return datasets.DatasetInfo(description="MSU-Bench: multi-speaker conversation understanding",
-                                    features=FEATURES, citation=CITATION)
+        return datasets.DatasetInfo(
+            description="MSU-Bench: multi-speaker conversation understanding", features=FEATURES, citation=CITATION
+        )
 
     def make_plan(self) -> MsuPlan:
-        return make_plan(self.config.build or MsuConfig(), self.config.corpus, self.config.corpus_dir,
-                         self.config.corpus_options)
+        return make_plan(
+            self.config.build or MsuConfig(), self.config.corpus, self.config.corpus_dir, self.config.corpus_options
+        )
 
     def _split_generators(self, dl_manager):
         # the segments with a question of these tiers, as a list of positions in plan.segments:
         # `download_and_prepare(num_proc=N)` writes N contiguous runs of it, in order
         taxonomy, plan = load_taxonomy(), self.plan
-        segments = [i for i, seg in enumerate(plan.segments)
-                    if any(taxonomy.task(q.task_id).tier in self.config.tiers for q in plan.questions[seg.id])]
+        segments = [
+            i
+            for i, seg in enumerate(plan.segments)
+            if any(taxonomy.task(q.task_id).tier in self.config.tiers for q in plan.questions[seg.id])
+        ]
         return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs={"segments": segments})]
 
     def _generate_examples(self, segments):
         taxonomy, plan, index = load_taxonomy(), self.plan, 0
         for seg in (plan.segments[i] for i in segments):
             items = [q for q in plan.questions[seg.id] if taxonomy.task(q.task_id).tier in self.config.tiers]
-            audio = {"bytes": encode_audio(segment_audio(seg), TARGET_SR, plan.config.audio_format),
-                     "path": f"{seg.id}.{plan.config.audio_format}"}
+            audio = {
+                "bytes": encode_audio(segment_audio(seg), TARGET_SR, plan.config.audio_format),
+                "path": f"{seg.id}.{plan.config.audio_format}",
+            }
             common = segment_fields(seg)
             for j, q in enumerate(items):
                 task = taxonomy.task(q.task_id)
-                yield datasets.builder.Key(0, index), {
-                    **common, "id": f"{seg.id}-q{j:02d}", "audio": audio, "tier": task.tier,
-                    "capability": task.capability, "task_id": task.id, "task_name": task.name,
-                    "question": q.question, "answer": q.answer, "inference_prompt": task.inference_prompt(seg.language),
-                    "evidence": json.dumps(q.evidence, ensure_ascii=False, sort_keys=True)}
+                yield (
+                    datasets.builder.Key(0, index),
+                    {
+                        **common,
+                        "id": f"{seg.id}-q{j:02d}",
+                        "audio": audio,
+                        "tier": task.tier,
+                        "capability": task.capability,
+                        "task_id": task.id,
+                        "task_name": task.name,
+                        "question": q.question,
+                        "answer": q.answer,
+                        "inference_prompt": task.inference_prompt(seg.language),
+                        "evidence": json.dumps(q.evidence, ensure_ascii=False, sort_keys=True),
+                    },
+                )
                 index += 1
 
 

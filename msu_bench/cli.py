@@ -24,13 +24,23 @@ def _build(args) -> int:
     args.corpus = args.corpus or "embedded"
     args.out = args.out or "msu-bench"
     cfg = load_preset(args.preset, parse_key_values(args.set))
-    info = build(args.out, cfg, corpus=args.corpus, corpus_dir=args.corpus_dir,
-                 corpus_options=parse_key_values(args.corpus_option), repo_id=args.repo_id, llm=llm_from_args(args),
-                 mcq_dir=args.mcq_dir, num_proc=args.num_proc)
+    info = build(
+        args.out,
+        cfg,
+        corpus=args.corpus,
+        corpus_dir=args.corpus_dir,
+        corpus_options=parse_key_values(args.corpus_option),
+        repo_id=args.repo_id,
+        llm=llm_from_args(args),
+        mcq_dir=args.mcq_dir,
+        num_proc=args.num_proc,
+    )
     st = info["stats"]
-    print(f"wrote {args.out}: {st['total_questions']} questions about {st['segments']} segments "
-          f"({', '.join(f'{k}: {v}' for k, v in st['languages'].items())}) in {info['seconds']:.0f} s; "
-          f"load with datasets.load_dataset({str(args.out)!r}, 'all')")
+    print(
+        f"wrote {args.out}: {st['total_questions']} questions about {st['segments']} segments "
+        f"({', '.join(f'{k}: {v}' for k, v in st['languages'].items())}) in {info['seconds']:.0f} s; "
+        f"load with datasets.load_dataset({str(args.out)!r}, 'all')"
+    )
     return 0
 
 
@@ -41,9 +51,11 @@ def _build_mcq(args) -> int:
     info = build_mcq(out, args.mcq_dir, repo_id=args.repo_id)
     imp = info["stats"]["mcq_import"]
     reasons = ", ".join(f"{k}: {v}" for k, v in imp["skipped_by_reason"].items()) or "none"
-    print(f"wrote {out}: {imp['questions_kept']} questions kept ({imp['scored_by_default']} scored by default, "
-          f"{imp['reverse_questions']} reverse_* excluded), {imp['questions_skipped']} skipped ({reasons}); "
-          f"see {out}/build_info.json; evaluate with lalm-eval --tasks msu_mcq")
+    print(
+        f"wrote {out}: {imp['questions_kept']} questions kept ({imp['scored_by_default']} scored by default, "
+        f"{imp['reverse_questions']} reverse_* excluded), {imp['questions_skipped']} skipped ({reasons}); "
+        f"see {out}/build_info.json; evaluate with lalm-eval --tasks msu_mcq"
+    )
     return 0
 
 
@@ -53,8 +65,12 @@ def _corpus_info(args) -> int:
     from msu_bench.corpus_info import corpus_info, format_table
     from msu_bench.plan import load_preset
 
-    stats = corpus_info(args.corpus, args.corpus_dir, parse_key_values(args.corpus_option),
-                        load_preset(args.preset, parse_key_values(args.set)))
+    stats = corpus_info(
+        args.corpus,
+        args.corpus_dir,
+        parse_key_values(args.corpus_option),
+        load_preset(args.preset, parse_key_values(args.set)),
+    )
     print(json.dumps(stats, ensure_ascii=False, indent=2) if args.json else format_table(stats))
     return 0
 
@@ -79,16 +95,25 @@ def main(argv=None) -> int:
     b.add_argument("--corpus-dir")
     b.add_argument("--corpus-option", action="append", default=[], metavar="KEY=VALUE")
     b.add_argument("--repo-id")
-    b.add_argument("--num_proc", type=int, default=None, metavar="N",
-                   help="write each tier in N processes (datasets' num_proc; same shards for any N)")
-    b.add_argument("--mcq-dir", help="local copy of the authors' public MSU-Benchmark release: alone, builds just "
-                   "it (config 'mcq', into ./msu-bench-mcq); with --corpus, adds config 'mcq' to that build")
+    b.add_argument(
+        "--num_proc",
+        type=int,
+        default=None,
+        metavar="N",
+        help="write each tier in N processes (datasets' num_proc; same shards for any N)",
+    )
+    b.add_argument(
+        "--mcq-dir",
+        help="local copy of the authors' public MSU-Benchmark release: alone, builds just "
+        "it (config 'mcq', into ./msu-bench-mcq); with --corpus, adds config 'mcq' to that build",
+    )
     add_llm_options(b, "asks the tasks the annotation cannot answer")
     b.set_defaults(func=_build)
     add_push_command(sub)
     sub.add_parser("tasks", help="list the 25 tasks").set_defaults(func=_tasks)
-    info = sub.add_parser("corpus-info", allow_abbrev=False,
-                          help="what a reader finds in a corpus: conversations, turns, segments, skips")
+    info = sub.add_parser(
+        "corpus-info", allow_abbrev=False, help="what a reader finds in a corpus: conversations, turns, segments, skips"
+    )
     info.add_argument("--corpus", default="embedded", help="embedded | alimeeting | chime6 | magicdata | rttm")
     info.add_argument("--corpus-dir")
     info.add_argument("--corpus-option", action="append", default=[], metavar="KEY=VALUE")

@@ -28,28 +28,64 @@ def _conversation(rec: dict, root: Path, where: str) -> Conversation:
         if change:
             change = {**change, "turn": _turn_id(cid, int(change["turn"]))}
         language = "yue" if str(info.get("accent", "")).startswith("Cantonese") else rec["language"]
-        speakers[key] = SpeakerInfo(id=key, language=language, voice=info.get("voice_description"),
-                                    opinion_change=change, **{f: info.get(f) for f in SPEAKER_FIELDS})
+        speakers[key] = SpeakerInfo(
+            id=key,
+            language=language,
+            voice=info.get("voice_description"),
+            opinion_change=change,
+            **{f: info.get(f) for f in SPEAKER_FIELDS},
+        )
     turns, latest_end = [], 0.0
     for t in rec["turns"]:
         i = int(t["index"])
         if t["speaker"] not in speakers:
             raise DataError(where, f"{cid} turn {i}: unknown speaker {t['speaker']!r}", field="speaker")
         pw = t.get("pause_within")
-        turns.append(Turn(id=_turn_id(cid, i), speaker=t["speaker"], text=t["text"], start=float(t["start"]),
-                          end=float(t["end"]), emotion=t.get("emotion"), voice_quality=t.get("voice_quality"),
-                          act=t.get("act"), interrupts=_turn_id(cid, i - 1) if t.get("interrupts") else None,
-                          pause_before=round(max(0.0, float(t["start"]) - latest_end), 3),
-                          pause_within=(pw[0], float(pw[1])) if pw else None))
+        turns.append(
+            Turn(
+                id=_turn_id(cid, i),
+                speaker=t["speaker"],
+                text=t["text"],
+                start=float(t["start"]),
+                end=float(t["end"]),
+                emotion=t.get("emotion"),
+                voice_quality=t.get("voice_quality"),
+                act=t.get("act"),
+                interrupts=_turn_id(cid, i - 1) if t.get("interrupts") else None,
+                pause_before=round(max(0.0, float(t["start"]) - latest_end), 3),
+                pause_within=(pw[0], float(pw[1])) if pw else None,
+            )
+        )
         latest_end = max(latest_end, float(t["end"]))
-    meta = {k: rec.get(k) for k in ("title", "venue", "background", "formality", "relationship",
-                                     "dominant_speaker", "outcome", "outcome_summary")}
-    meta["cause_links"] = [{**c, "cause_turn": _turn_id(cid, int(c["cause_turn"])),
-                            "effect_turn": _turn_id(cid, int(c["effect_turn"]))} for c in rec.get("cause_links", [])]
+    meta = {
+        k: rec.get(k)
+        for k in (
+            "title",
+            "venue",
+            "background",
+            "formality",
+            "relationship",
+            "dominant_speaker",
+            "outcome",
+            "outcome_summary",
+        )
+    }
+    meta["cause_links"] = [
+        {**c, "cause_turn": _turn_id(cid, int(c["cause_turn"])), "effect_turn": _turn_id(cid, int(c["effect_turn"]))}
+        for c in rec.get("cause_links", [])
+    ]
     meta["motivations"] = [{**m, "turn": _turn_id(cid, int(m["turn"]))} for m in rec.get("motivations", [])]
-    return Conversation(id=cid, language=rec["language"], source="embedded", audio=root / rec["audio"],
-                        duration=float(rec["duration"]), speakers=speakers, turns=turns, meta=meta,
-                        sampling_rate=int(rec.get("sampling_rate", 16000)))
+    return Conversation(
+        id=cid,
+        language=rec["language"],
+        source="embedded",
+        audio=root / rec["audio"],
+        duration=float(rec["duration"]),
+        speakers=speakers,
+        turns=turns,
+        meta=meta,
+        sampling_rate=int(rec.get("sampling_rate", 16000)),
+    )
 
 
 def read_manifest(path: Path) -> ReadReport:

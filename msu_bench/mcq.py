@@ -77,8 +77,7 @@ def task_code(stem: str) -> str | None:
         return stem.strip().upper()
     if lead in tasks:
         return lead
-    hits = [(len(n), code) for n, code in _names()
-            if re.search(rf"(?<![a-z0-9]){re.escape(n)}(?![a-z0-9])", words)]
+    hits = [(len(n), code) for n, code in _names() if re.search(rf"(?<![a-z0-9]){re.escape(n)}(?![a-z0-9])", words)]
     if not hits:
         return None
     best = max(n for n, _ in hits)
@@ -152,8 +151,10 @@ def _need(ok, reason: str) -> None:
 
 
 def _options(opts) -> list[str]:
-    _need(isinstance(opts, list) and len(opts) == 4 and all(isinstance(o, str) for o in opts),
-          f"bad options: not a list of 4 strings: {opts!r}")
+    _need(
+        isinstance(opts, list) and len(opts) == 4 and all(isinstance(o, str) for o in opts),
+        f"bad options: not a list of 4 strings: {opts!r}",
+    )
     found = [_PREFIX.fullmatch(o) for o in opts]
     if all(found) and [m.group(1).upper() for m in found] == LETTERS:
         return [m.group(2).strip() for m in found]
@@ -202,12 +203,20 @@ def _segment(ref: str, meta: dict, duration: float) -> dict:
         seg = meta[m.group(1)][int(m.group(2))]
         start, end = float(seg["start_time"]), float(seg["end_time"])
     except (AttributeError, KeyError, IndexError, TypeError, ValueError):
-        raise _Bad(f"bad speaker reference: {ref!r} is not a segment with start_time/end_time in "
-                   f"speaker_meta (speakers: {sorted(meta) or 'none'})") from None
-    _need(0 <= start < end <= duration + 0.05,
-          f"bad segment times: {ref!r} spans {start}-{end} s, the source audio {duration:.2f} s")
-    return {"ref": f"{m.group(1)}[{m.group(2)}]", "speaker": str(seg.get("spk_id") or m.group(1)),
-            "start": start, "end": min(end, duration)}
+        raise _Bad(
+            f"bad speaker reference: {ref!r} is not a segment with start_time/end_time in "
+            f"speaker_meta (speakers: {sorted(meta) or 'none'})"
+        ) from None
+    _need(
+        0 <= start < end <= duration + 0.05,
+        f"bad segment times: {ref!r} spans {start}-{end} s, the source audio {duration:.2f} s",
+    )
+    return {
+        "ref": f"{m.group(1)}[{m.group(2)}]",
+        "speaker": str(seg.get("spk_id") or m.group(1)),
+        "start": start,
+        "end": min(end, duration),
+    }
 
 
 def _question(q, meta: dict, level: int, lang: str, duration: float) -> dict:
@@ -228,12 +237,25 @@ def _question(q, meta: dict, level: int, lang: str, duration: float) -> dict:
         parts = []
     clips = [{"role": role, "label": label, **_segment(ref, meta, duration)} for role, ref, label in parts]
     full = qtype != "no_index" or level >= 2
-    return {"question_type": qtype, "scheme": scheme, "reverse": reverse, "question": q["question"].strip(),
-            "options": options, "option_letters": list(LETTERS), "answer": answer,
-            "answer_text": str(q.get("answer_text") or ""), "rationale": labels, "rationale_raw": raw,
-            "label_issue": issue, "labels_consistent": not issue, "pair": pair, "clips": clips,
-            "full_audio": full, "full_audio_label": names["full"] if full else "",
-            "sub_question_type": str(q.get("sub_question_type") or "")}
+    return {
+        "question_type": qtype,
+        "scheme": scheme,
+        "reverse": reverse,
+        "question": q["question"].strip(),
+        "options": options,
+        "option_letters": list(LETTERS),
+        "answer": answer,
+        "answer_text": str(q.get("answer_text") or ""),
+        "rationale": labels,
+        "rationale_raw": raw,
+        "label_issue": issue,
+        "labels_consistent": not issue,
+        "pair": pair,
+        "clips": clips,
+        "full_audio": full,
+        "full_audio_label": names["full"] if full else "",
+        "sub_question_type": str(q.get("sub_question_type") or ""),
+    }
 
 
 def _find_audio(root: Path, index: dict, hint, code: str, scenario: str, seg_id: str) -> tuple[Path | None, bool]:
@@ -254,9 +276,12 @@ def _check_layout(root: Path) -> None:
     if any((root / f"bench_{c}").is_dir() or (root / f"QA_{c}").is_dir() for c in LANGUAGES):
         return
     if (root / "data" / "test.jsonl").is_file() or ((root / "annotations").is_dir() and (root / "audio").is_dir()):
-        raise DataError(root, f"this is the Hub layout ({HUB_LAYOUT}), whose schema could not be established "
-                        f"(no file of it could be read when the importer was written); msu-bench reads the "
-                        f"authors' GitHub layout {LAYOUT} with bench_<lang>/source_audio/<scenario>/<wav>.wav")
+        raise DataError(
+            root,
+            f"this is the Hub layout ({HUB_LAYOUT}), whose schema could not be established "
+            f"(no file of it could be read when the importer was written); msu-bench reads the "
+            f"authors' GitHub layout {LAYOUT} with bench_<lang>/source_audio/<scenario>/<wav>.wav",
+        )
 
 
 def read_mcq_release(root, languages=("cn", "en")) -> McqReport:
@@ -302,8 +327,9 @@ def _read_file(root: Path, path: Path, code: str, wavs: dict, report: McqReport)
         return report.skipped.append(Skip(rel, None, f"unreadable JSON: {exc}", 0))
     meta, questions, problem = _questions(data)
     key = (code, scenario, seg_id, level_dir, task)
-    audio, searched = _find_audio(root, wavs, data.get("source_audio") if isinstance(data, dict) else None,
-                                  code, scenario, seg_id)
+    audio, searched = _find_audio(
+        root, wavs, data.get("source_audio") if isinstance(data, dict) else None, code, scenario, seg_id
+    )
     duration = None
     if audio is not None and problem is None:
         import soundfile as sf
@@ -312,11 +338,15 @@ def _read_file(root: Path, path: Path, code: str, wavs: dict, report: McqReport)
             duration = wavs[audio] if audio in wavs else wavs.setdefault(audio, sf.info(str(audio)).duration)
         except (RuntimeError, sf.LibsndfileError) as exc:
             problem = f"unreadable audio: {audio.name}: {exc}"
-    reason = (problem or (f"unknown task: file name {path.stem!r} names no task of {RELEASE_YAML.name} "
-                          "(none, or two equally well)" if task is None
-                          else f"duplicate task file: same ids as {report.files.get(key)}" if key in report.files
-                          else f"no source audio: {'__'.join(seg_id.split('__')[:3])}.wav not under "
-                               f"bench_<lang>/source_audio/{scenario}/" if audio is None else None))
+    reason = problem or (
+        f"unknown task: file name {path.stem!r} names no task of {RELEASE_YAML.name} (none, or two equally well)"
+        if task is None
+        else f"duplicate task file: same ids as {report.files.get(key)}"
+        if key in report.files
+        else f"no source audio: {'__'.join(seg_id.split('__')[:3])}.wav not under bench_<lang>/source_audio/{scenario}/"
+        if audio is None
+        else None
+    )
     if reason:
         return report.skipped.append(Skip(rel, None, reason, len(questions)))
     report.files[key] = rel
@@ -329,23 +359,38 @@ def _read_file(root: Path, path: Path, code: str, wavs: dict, report: McqReport)
         except _Bad as exc:
             report.skipped.append(Skip(rel, i, str(exc)))
             continue
-        report.records.append({
-            "id": f"{lang}/{scenario}/{seg_id}/level{level}/{task}/{i}", "language": lang, "scenario": scenario,
-            "length": length[3:], "seg_id": seg_id, "level": level, "task": task, **task_info(task),
-            **fields, "speaker_meta": json.dumps(meta, ensure_ascii=False), "audio_path": audio_rel,
-            "source_file": rel, "question_index": i})
+        report.records.append(
+            {
+                "id": f"{lang}/{scenario}/{seg_id}/level{level}/{task}/{i}",
+                "language": lang,
+                "scenario": scenario,
+                "length": length[3:],
+                "seg_id": seg_id,
+                "level": level,
+                "task": task,
+                **task_info(task),
+                **fields,
+                "speaker_meta": json.dumps(meta, ensure_ascii=False),
+                "audio_path": audio_rel,
+                "source_file": rel,
+                "question_index": i,
+            }
+        )
 
 
 def import_summary(report: McqReport) -> dict:
     """What the import kept and skipped, for ``build_info.json`` and the card."""
     recs = report.records
     return {
-        "task_files_read": len(report.files), "questions_kept": len(recs),
+        "task_files_read": len(report.files),
+        "questions_kept": len(recs),
         "questions_skipped": sum(s.questions for s in report.skipped),
         "files_skipped": sum(s.question is None for s in report.skipped),
         "skipped_by_reason": dict(sorted(report.skip_reasons().items())),
-        "skips": [{"file": s.file, "question": s.question, "reason": s.reason, "questions": s.questions}
-                  for s in report.skipped],
+        "skips": [
+            {"file": s.file, "question": s.question, "reason": s.reason, "questions": s.questions}
+            for s in report.skipped
+        ],
         "reverse_questions": sum(r["reverse"] for r in recs),
         "scored_by_default": sum(not r["reverse"] for r in recs),
         "label_issues": sum(bool(r["label_issue"]) for r in recs),

@@ -31,42 +31,55 @@ log = logging.getLogger(__name__)
 
 _STR = datasets.Value("string")
 _F64 = datasets.Value("float64")
-FEATURES = datasets.Features({
-    "id": _STR,  # <language>/<scenario>/<seg_id>/level<N>/<task>/<question index>
-    "language": _STR,  # zh | en
-    "scenario": _STR,
-    "length": _STR,  # short | long (the release's QA_short / QA_long)
-    "seg_id": _STR,
-    "level": datasets.Value("int32"),  # 1 | 2
-    "task": _STR,  # RSR SR SVS SC SV AI AR GI ER SP BI RII DAR QASI EIR MSVS
-    "task_name": _STR,  # its English name (msu_bench/mcq_release.yaml)
-    "tier": _STR,  # tier1 | tier2, from the task code
-    "capability": _STR,  # SID SAR (tier 1), DSR DSA DCR (tier 2)
-    "question_type": _STR,  # as written in the release
-    "scheme": _STR,  # no_index time_index transcript_index speaker_index complex_index | reverse_* | unknown_index
-    "reverse": datasets.Value("bool"),  # a reverse_* question: left out of the score by default
-    "question": _STR,
-    "options": datasets.List(_STR),  # option texts without their "A. " prefix
-    "option_letters": datasets.List(_STR),  # A B C D
-    "answer": _STR,  # a letter
-    "answer_text": _STR,
-    "rationale": datasets.List(_STR),  # per option letter: ground truth | wrong speaker | hallucination | unknown | as written
-    "rationale_raw": datasets.List(_STR),  # the release's entries
-    "label_issue": _STR,  # "" or why the labels disagree with the answer (kept and scored, as by the authors)
-    "labels_consistent": datasets.Value("bool"),
-    "pair": {"left": _STR, "right": _STR},  # verification pair references ("spk_a[0]"), or ""
-    "clips": datasets.List({"role": _STR, "label": _STR, "ref": _STR, "speaker": _STR, "start": _F64, "end": _F64,
-                            "audio": datasets.Audio(sampling_rate=TARGET_SR)}),
-    "full_audio": datasets.Value("bool"),  # the model also hears `audio`
-    "full_audio_label": _STR,
-    "sub_question_type": _STR,
-    "speaker_meta": _STR,  # the file's speaker_meta as JSON
-    "audio": datasets.Audio(sampling_rate=TARGET_SR),
-    "duration": datasets.Value("float32"),
-    "audio_path": _STR,  # source wav, relative to data_dir
-    "source_file": _STR,  # task JSON, relative to data_dir
-    "question_index": datasets.Value("int32"),
-})
+FEATURES = datasets.Features(
+    {
+        "id": _STR,  # <language>/<scenario>/<seg_id>/level<N>/<task>/<question index>
+        "language": _STR,  # zh | en
+        "scenario": _STR,
+        "length": _STR,  # short | long (the release's QA_short / QA_long)
+        "seg_id": _STR,
+        "level": datasets.Value("int32"),  # 1 | 2
+        "task": _STR,  # RSR SR SVS SC SV AI AR GI ER SP BI RII DAR QASI EIR MSVS
+        "task_name": _STR,  # its English name (msu_bench/mcq_release.yaml)
+        "tier": _STR,  # tier1 | tier2, from the task code
+        "capability": _STR,  # SID SAR (tier 1), DSR DSA DCR (tier 2)
+        "question_type": _STR,  # as written in the release
+        "scheme": _STR,  # no_index time_index transcript_index speaker_index complex_index | reverse_* | unknown_index
+        "reverse": datasets.Value("bool"),  # a reverse_* question: left out of the score by default
+        "question": _STR,
+        "options": datasets.List(_STR),  # option texts without their "A. " prefix
+        "option_letters": datasets.List(_STR),  # A B C D
+        "answer": _STR,  # a letter
+        "answer_text": _STR,
+        "rationale": datasets.List(
+            _STR
+        ),  # per option letter: ground truth | wrong speaker | hallucination | unknown | as written
+        "rationale_raw": datasets.List(_STR),  # the release's entries
+        "label_issue": _STR,  # "" or why the labels disagree with the answer (kept and scored, as by the authors)
+        "labels_consistent": datasets.Value("bool"),
+        "pair": {"left": _STR, "right": _STR},  # verification pair references ("spk_a[0]"), or ""
+        "clips": datasets.List(
+            {
+                "role": _STR,
+                "label": _STR,
+                "ref": _STR,
+                "speaker": _STR,
+                "start": _F64,
+                "end": _F64,
+                "audio": datasets.Audio(sampling_rate=TARGET_SR),
+            }
+        ),
+        "full_audio": datasets.Value("bool"),  # the model also hears `audio`
+        "full_audio_label": _STR,
+        "sub_question_type": _STR,
+        "speaker_meta": _STR,  # the file's speaker_meta as JSON
+        "audio": datasets.Audio(sampling_rate=TARGET_SR),
+        "duration": datasets.Value("float32"),
+        "audio_path": _STR,  # source wav, relative to data_dir
+        "source_file": _STR,  # task JSON, relative to data_dir
+        "question_index": datasets.Value("int32"),
+    }
+)
 
 
 def cut(path: Path, start: float, end: float) -> np.ndarray:
@@ -91,24 +104,34 @@ class MsuMcq(datasets.GeneratorBasedBuilder):
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(
             description="MSU-Benchmark (ASLP-lab/MSU-Benchmark): speaker-centric multiple-choice questions "
-                        "on multi-speaker conversations", features=FEATURES, citation=CITATION,
-            license="see the release's licence (cc-by-nc-4.0 on the Hub)")
+            "on multi-speaker conversations",
+            features=FEATURES,
+            citation=CITATION,
+            license="see the release's licence (cc-by-nc-4.0 on the Hub)",
+        )
 
     def _split_generators(self, dl_manager):
         data_dir = self.config.data_dir
         if not data_dir or not Path(data_dir).is_dir():
             raise ConfigError(f"MsuMcq needs data_dir=<local copy of the MSU-Benchmark release>, got {data_dir!r}")
-        return [datasets.SplitGenerator(name=datasets.Split.TEST,
-                                        gen_kwargs={"data_dir": data_dir, "languages": tuple(self.config.languages)})]
+        return [
+            datasets.SplitGenerator(
+                name=datasets.Split.TEST, gen_kwargs={"data_dir": data_dir, "languages": tuple(self.config.languages)}
+            )
+        ]
 
     def _generate_examples(self, data_dir, languages):
         report = self.report = read_mcq_release(data_dir, languages)
         if report.skipped:
-            log.warning("MSU-Benchmark: %d question(s) skipped (see build_info.json): %s",
-                        sum(s.questions for s in report.skipped), dict(report.skip_reasons()))
+            log.warning(
+                "MSU-Benchmark: %d question(s) skipped (see build_info.json): %s",
+                sum(s.questions for s in report.skipped),
+                dict(report.skip_reasons()),
+            )
         for json_file, wav in report.audio_found_by_search:
-            log.warning("%s: source audio not at bench_<lang>/source_audio/<scenario>/; found by search: %s",
-                        json_file, wav)
+            log.warning(
+                "%s: source audio not at bench_<lang>/source_audio/<scenario>/; found by search: %s", json_file, wav
+            )
         path, audio, duration = None, None, 0.0
         for index, record in enumerate(report.records):
             source = Path(data_dir) / record["audio_path"]
@@ -117,9 +140,16 @@ class MsuMcq(datasets.GeneratorBasedBuilder):
                 samples, _ = read_audio(source, TARGET_SR)
                 audio = {"bytes": encode_audio(samples, TARGET_SR, "flac"), "path": f"{source.stem}.flac"}
                 duration = len(samples) / TARGET_SR
-            clips = [{**c, "audio": {"bytes": encode_audio(cut(source, c["start"], c["end"]), TARGET_SR, "flac"),
-                                     "path": f"{source.stem}_{c['start']:.2f}-{c['end']:.2f}.flac"}}
-                     for c in record["clips"]]
+            clips = [
+                {
+                    **c,
+                    "audio": {
+                        "bytes": encode_audio(cut(source, c["start"], c["end"]), TARGET_SR, "flac"),
+                        "path": f"{source.stem}_{c['start']:.2f}-{c['end']:.2f}.flac",
+                    },
+                }
+                for c in record["clips"]
+            ]
             yield datasets.builder.Key(0, index), {**record, "clips": clips, "audio": audio, "duration": duration}
 
 

@@ -21,8 +21,11 @@ def mcq_summary(mcq_dir, languages=("cn", "en")) -> dict:
 def card_context(summary: dict) -> dict:
     """What ``hub_cards/_msu_mcq_import.md.j2`` needs."""
     data = release_data()
-    return {"mcq": summary, "mcq_tasks": [{"code": c, **t} for c, t in data["tasks"].items()],
-            "mcq_capabilities": data["capabilities"]}
+    return {
+        "mcq": summary,
+        "mcq_tasks": [{"code": c, **t} for c, t in data["tasks"].items()],
+        "mcq_capabilities": data["capabilities"],
+    }
 
 
 def build_mcq(out_dir, mcq_dir, repo_id: str | None = None, languages=("cn", "en")) -> dict:
@@ -31,19 +34,39 @@ def build_mcq(out_dir, mcq_dir, repo_id: str | None = None, languages=("cn", "en
 
     out_dir, t0 = Path(out_dir), time.perf_counter()
     summary = mcq_summary(mcq_dir, languages)
-    files, n = export_builders(lambda name, cache: MsuMcq(config_name=name, data_dir=str(mcq_dir), cache_dir=cache,
-                                                          languages=tuple(languages)),
-                               ["mcq"], out_dir, lambda built: len(built["mcq"]["test"]))
+    files, n = export_builders(
+        lambda name, cache: MsuMcq(
+            config_name=name, data_dir=str(mcq_dir), cache_dir=cache, languages=tuple(languages)
+        ),
+        ["mcq"],
+        out_dir,
+        lambda built: len(built["mcq"]["test"]),
+    )
     if n != summary["questions_kept"]:  # the builder re-reads the release: it must agree with the summary
         raise RuntimeError(f"MSU release import: {n} rows written, {summary['questions_kept']} expected")
     stats = {"mcq_questions": n, "mcq_import": summary}
-    context = {"configs_yaml": front_matter(files, root=out_dir, default_config="mcq", license="cc-by-nc-4.0",
-                                            language=sorted(summary["by_language"]) or ["zh", "en"],
-                                            task_categories=["question-answering"],
-                                            tags=["multi-speaker", "conversation", "audio-language-models",
-                                                  "multiple-choice"], pretty_name="MSU-Benchmark (multiple choice)"),
-               "features": feature_rows(FEATURES), "citation": CITATION, "repo_id": repo_id or DEFAULT_OUT,
-               "mcq_dir": str(mcq_dir), **card_context(summary)}
-    info = {"source": "msu-release", "mcq_dir": str(mcq_dir), "languages": list(languages), "stats": stats,
-            "seconds": round(time.perf_counter() - t0, 2)}
+    context = {
+        "configs_yaml": front_matter(
+            files,
+            root=out_dir,
+            default_config="mcq",
+            license="cc-by-nc-4.0",
+            language=sorted(summary["by_language"]) or ["zh", "en"],
+            task_categories=["question-answering"],
+            tags=["multi-speaker", "conversation", "audio-language-models", "multiple-choice"],
+            pretty_name="MSU-Benchmark (multiple choice)",
+        ),
+        "features": feature_rows(FEATURES),
+        "citation": CITATION,
+        "repo_id": repo_id or DEFAULT_OUT,
+        "mcq_dir": str(mcq_dir),
+        **card_context(summary),
+    }
+    info = {
+        "source": "msu-release",
+        "mcq_dir": str(mcq_dir),
+        "languages": list(languages),
+        "stats": stats,
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
     return finish_folder(out_dir, render_card("msu_mcq.md.j2", context), info)

@@ -66,8 +66,13 @@ class MsuPlan:
     stats: dict
 
 
-def make_plan(cfg: MsuConfig, corpus: str = "embedded", corpus_dir: str | None = None,
-              corpus_options: dict | None = None, llm=None) -> MsuPlan:
+def make_plan(
+    cfg: MsuConfig,
+    corpus: str = "embedded",
+    corpus_dir: str | None = None,
+    corpus_options: dict | None = None,
+    llm=None,
+) -> MsuPlan:
     """``llm`` (a :class:`lalm_eval.llm.TextLLM`) fills a segment's remaining questions with tasks
     its annotation cannot answer (generate + filter); without it those questions are not asked."""
     report = read_corpus(corpus, corpus_dir, corpus_options or {})
@@ -103,14 +108,18 @@ def make_plan(cfg: MsuConfig, corpus: str = "embedded", corpus_dir: str | None =
                 asked[q.task_id] = asked.get(q.task_id, 0) + 1
             items += extra
         questions[seg.id] = items
-    stats = {"llm": dict(llm.settings) if llm is not None else None, **llm_stats,
-             "conversations": len(report.conversations), "segments": len(segments),
-             "skipped_source_items": report.n_skipped,
-             "skipped_source": skip_records(report.skips, lambda item: _relative(item, corpus_dir)),
-             "untranscribed_turns": getattr(report, "n_untranscribed", 0),
-             "skipped_segments": rejected,
-             "questions_per_task": dict(sorted(asked.items())),
-             "tasks_without_questions": sorted(set(task_ids) - set(asked))}
+    stats = {
+        "llm": dict(llm.settings) if llm is not None else None,
+        **llm_stats,
+        "conversations": len(report.conversations),
+        "segments": len(segments),
+        "skipped_source_items": report.n_skipped,
+        "skipped_source": skip_records(report.skips, lambda item: _relative(item, corpus_dir)),
+        "untranscribed_turns": getattr(report, "n_untranscribed", 0),
+        "skipped_segments": rejected,
+        "questions_per_task": dict(sorted(asked.items())),
+        "tasks_without_questions": sorted(set(task_ids) - set(asked)),
+    }
     return MsuPlan(cfg, segments, questions, stats)
 
 
@@ -124,13 +133,16 @@ def _relative(file: str, corpus_dir: str | None) -> str:
     return str(file)
 
 
-def no_segment_message(report: ReadReport, rejected: list[str], cfg: MsuConfig, corpus: str,
-                       corpus_dir: str | None) -> str:
+def no_segment_message(
+    report: ReadReport, rejected: list[str], cfg: MsuConfig, corpus: str, corpus_dir: str | None
+) -> str:
     """Why a build found nothing to ask about: the reasons per conversation and the knobs."""
     where = f"{corpus} corpus" + (f" at {corpus_dir}" if corpus_dir else "")
     shown = "; ".join(rejected[:3]) + (f"; ... ({len(rejected) - 3} more)" if len(rejected) > 3 else "")
     skipped = f"; {report.n_skipped} source item(s) skipped by the reader" if report.n_skipped else ""
-    return (f"no segment to ask questions about in the {len(report.conversations)} conversation(s) of the "
-            f"{where} (segments are {cfg.min_segment_s:g}-{cfg.max_segment_s:g} s with >= {cfg.min_speakers} "
-            f"speakers; change with --set min_segment_s=... / max_segment_s=... / min_speakers=...): "
-            f"{shown or 'no conversation read'}{skipped}")
+    return (
+        f"no segment to ask questions about in the {len(report.conversations)} conversation(s) of the "
+        f"{where} (segments are {cfg.min_segment_s:g}-{cfg.max_segment_s:g} s with >= {cfg.min_speakers} "
+        f"speakers; change with --set min_segment_s=... / max_segment_s=... / min_speakers=...): "
+        f"{shown or 'no conversation read'}{skipped}"
+    )

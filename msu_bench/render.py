@@ -42,7 +42,9 @@ def prosody() -> dict:
     return _yaml("prosody.yaml")
 
 
-def turn_recipe(voice_name: str, emotion: str | None, voice_quality: str | None, where: str) -> tuple[VoiceRecipe, float]:
+def turn_recipe(
+    voice_name: str, emotion: str | None, voice_quality: str | None, where: str
+) -> tuple[VoiceRecipe, float]:
     """The speaker's recipe with the turn's emotion and voice quality applied, and a gain in dB."""
     if voice_name not in palette():
         raise DataError(where, f"unknown voice {voice_name!r}; palette: {sorted(palette())}", field="voice")
@@ -54,8 +56,11 @@ def turn_recipe(voice_name: str, emotion: str | None, voice_quality: str | None,
     vq = rules["voice_quality"].get(voice_quality, {}) if voice_quality else {}
     if voice_quality and not vq:
         raise DataError(where, f"unknown voice_quality {voice_quality!r}", field="voice_quality")
-    recipe = dataclasses.replace(base, tempo=round(base.tempo * emo["tempo"], 4),
-                                 pitch_cents=base.pitch_cents + emo["pitch_cents"] + vq.get("pitch_cents", 0))
+    recipe = dataclasses.replace(
+        base,
+        tempo=round(base.tempo * emo["tempo"], 4),
+        pitch_cents=base.pitch_cents + emo["pitch_cents"] + vq.get("pitch_cents", 0),
+    )
     return recipe, float(emo["gain_db"] + vq.get("gain_db", 0))
 
 
@@ -105,8 +110,11 @@ def layout(durations: list[float], turns: list[dict], where: str) -> list[float]
             overlap = float(turn.get("overlap_s", DEFAULT_OVERLAP))
             start = max(prev_start + 0.3 * (prev_end - prev_start), prev_end - overlap)
             if start >= prev_end:
-                raise DataError(where, f"turn {i + 1}: interruption cannot overlap a {prev_end - prev_start:.2f} s turn",
-                                field="interrupts")
+                raise DataError(
+                    where,
+                    f"turn {i + 1}: interruption cannot overlap a {prev_end - prev_start:.2f} s turn",
+                    field="interrupts",
+                )
         else:
             start = latest_end + float(turn.get("pause_before", DEFAULT_PAUSE if i else 0.2))
         starts.append(start)
@@ -130,18 +138,28 @@ def render_conversation(script: dict, where: str, seed: int = 0) -> tuple[np.nda
     mix = np.zeros(total, np.float32)
     for start, audio in zip(starts, audios):
         offset = int(round(start * TARGET_SR))
-        mix[offset:offset + len(audio)] += audio
+        mix[offset : offset + len(audio)] += audio
     noise = script.get("background_noise")
     if noise:
         from lalm_eval.audio.augment import Augmentation, apply_augmentation
 
-        mix = apply_augmentation(mix, TARGET_SR, Augmentation(noise={"kind": noise.get("kind", "pink"),
-                                                                      "snr_db": float(noise["snr_db"]), "seed": seed}))
+        mix = apply_augmentation(
+            mix,
+            TARGET_SR,
+            Augmentation(noise={"kind": noise.get("kind", "pink"), "snr_db": float(noise["snr_db"]), "seed": seed}),
+        )
     peak = float(np.abs(mix).max())
     if peak > 0.99:
         mix *= 0.99 / peak
     timed = []
     for i, (turn, start, dur, pw) in enumerate(zip(script["turns"], starts, durations, inner), start=1):
-        timed.append({**turn, "index": i, "start": round(start, 3), "end": round(start + dur, 3),
-                      "pause_within": list(pw) if pw else None})
+        timed.append(
+            {
+                **turn,
+                "index": i,
+                "start": round(start, 3),
+                "end": round(start + dur, 3),
+                "pause_within": list(pw) if pw else None,
+            }
+        )
     return mix, timed

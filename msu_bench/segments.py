@@ -98,11 +98,13 @@ def select_segments(conv: Conversation, rule: SegmentRule = SegmentRule()) -> tu
             a += 1
             continue
         b, (start, end) = chosen
-        part = turns[start_i:cuts[b]]
+        part = turns[start_i : cuts[b]]
         n_speakers = len({t.speaker for t in part})
         if n_speakers < rule.min_speakers:
-            rejected.append(f"{conv.id} {start:.1f}-{end:.1f} s: {n_speakers} speaker(s), "
-                            f"fewer than min_speakers={rule.min_speakers}")
+            rejected.append(
+                f"{conv.id} {start:.1f}-{end:.1f} s: {n_speakers} speaker(s), "
+                f"fewer than min_speakers={rule.min_speakers}"
+            )
             a = b
             continue
         if duration:
@@ -110,9 +112,11 @@ def select_segments(conv: Conversation, rule: SegmentRule = SegmentRule()) -> tu
         segments.append(_sub(conv, part, start, end, len(segments)))
         a = b
     if not segments and not rejected:
-        rejected.append(f"{conv.id}: no {rule.min_s:g}-{rule.max_s:g} s window: the recording is "
-                        f"{duration:.1f} s, its turns span {turns[0].start:.1f}-{ends[-1]:.1f} s, the longest "
-                        f"window on free turn boundaries is {longest:.1f} s (lower min_segment_s to use it)")
+        rejected.append(
+            f"{conv.id}: no {rule.min_s:g}-{rule.max_s:g} s window: the recording is "
+            f"{duration:.1f} s, its turns span {turns[0].start:.1f}-{ends[-1]:.1f} s, the longest "
+            f"window on free turn boundaries is {longest:.1f} s (lower min_segment_s to use it)"
+        )
     return segments, rejected
 
 
@@ -121,6 +125,17 @@ def _sub(conv: Conversation, turns, start: float, end: float, index: int) -> Con
     shifted = [dataclasses.replace(t, start=round(t.start - start, 3), end=round(t.end - start, 3)) for t in turns]
     speakers = {k: v for k, v in conv.speakers.items() if any(t.speaker == k for t in turns)}
     seg_id = conv.id if whole else f"{conv.id}__seg{index:03d}_{start:.2f}-{end:.2f}"
-    meta = dict(conv.meta) if whole else {k: v for k, v in conv.meta.items() if k in ("venue", "background", "formality", "relationship")}
-    return dataclasses.replace(conv, id=seg_id, turns=shifted, speakers=speakers, duration=round(end - start, 3),
-                               offset=round(conv.offset + start, 3), meta=meta)
+    meta = (
+        dict(conv.meta)
+        if whole
+        else {k: v for k, v in conv.meta.items() if k in ("venue", "background", "formality", "relationship")}
+    )
+    return dataclasses.replace(
+        conv,
+        id=seg_id,
+        turns=shifted,
+        speakers=speakers,
+        duration=round(end - start, 3),
+        offset=round(conv.offset + start, 3),
+        meta=meta,
+    )

@@ -133,7 +133,8 @@ def _load(path: Path) -> Taxonomy:
 
     raw_sets = doc.get("label_sets") or {}
     if not isinstance(raw_sets, dict) or not all(
-            isinstance(v, list) and v and all(map(_text, v)) for v in raw_sets.values()):
+        isinstance(v, list) and v and all(map(_text, v)) for v in raw_sets.values()
+    ):
         raise DataError(path, "must map names to non-empty lists of labels", field="label_sets")
     label_sets = {k: tuple(v) for k, v in raw_sets.items()}
 
@@ -157,18 +158,14 @@ def _load(path: Path) -> Taxonomy:
         if e["tier"] not in tier_ids:
             raise err(where, f"unknown tier {e['tier']!r}", "tier", tid)
         if e["capability"] not in cap_ids:
-            raise err(where, f"unknown capability {e['capability']!r}; known: "
-                      f"{', '.join(cap_ids)}", "capability", tid)
+            raise err(where, f"unknown capability {e['capability']!r}; known: {', '.join(cap_ids)}", "capability", tid)
         if (cap_tier := cap_ids[e["capability"]].tier) != e["tier"]:
-            raise err(where, f"capability {e['capability']!r} is in {cap_tier}, not {e['tier']}",
-                      "tier", tid)
+            raise err(where, f"capability {e['capability']!r} is in {cap_tier}, not {e['tier']}", "tier", tid)
         prefix = f"t{tier_ids[e['tier']].number}_{e['capability']}_"
-        if not tid.startswith(prefix) or not _SNAKE.fullmatch(tid[len(prefix):]):
-            raise err(where, f"id must be {prefix}<task_snake> (its tier and capability)", "id",
-                      tid)
+        if not tid.startswith(prefix) or not _SNAKE.fullmatch(tid[len(prefix) :]):
+            raise err(where, f"id must be {prefix}<task_snake> (its tier and capability)", "id", tid)
         if e["answer_type"] not in ANSWER_TYPES:
-            raise err(where, f"answer_type must be one of {', '.join(ANSWER_TYPES)}",
-                      "answer_type", tid)
+            raise err(where, f"answer_type must be one of {', '.join(ANSWER_TYPES)}", "answer_type", tid)
         example, prompt = e.get("example"), e.get("prompt")
         for part in ("question", "answer"):
             if not isinstance(example, dict) or not _text(example.get(part)):
@@ -179,19 +176,25 @@ def _load(path: Path) -> Taxonomy:
         names = e.get("labels") or []
         unknown = [n for n in names if n not in label_sets] if isinstance(names, list) else [names]
         if unknown:
-            raise err(where, f"unknown label set(s) {unknown}; known: {', '.join(label_sets)}",
-                      "labels", tid)
-        tasks.append(Task(tid, e["name"], e["tier"], e["capability"], e["answer_type"],
-                          example["question"], example["answer"],
-                          MappingProxyType({k: prompt[k] for k in LANGUAGES}),
-                          MappingProxyType({n: label_sets[n] for n in names})))
+            raise err(where, f"unknown label set(s) {unknown}; known: {', '.join(label_sets)}", "labels", tid)
+        tasks.append(
+            Task(
+                tid,
+                e["name"],
+                e["tier"],
+                e["capability"],
+                e["answer_type"],
+                example["question"],
+                example["answer"],
+                MappingProxyType({k: prompt[k] for k in LANGUAGES}),
+                MappingProxyType({n: label_sets[n] for n in names}),
+            )
+        )
     for c in caps:
         if not any(t.capability == c.id for t in tasks):
             raise err(f"capability {c.id!r}", "has no task", "capability", c.id)
-    return Taxonomy(str(path), tuple(tiers), tuple(caps), tuple(tasks),
-                    MappingProxyType(label_sets))
+    return Taxonomy(str(path), tuple(tiers), tuple(caps), tuple(tasks), MappingProxyType(label_sets))
 
 
 def _text(value) -> bool:
     return isinstance(value, str) and bool(value.strip())
-

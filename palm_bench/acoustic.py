@@ -82,7 +82,12 @@ VAD_BRIDGE_S = 0.20  # inactive gaps shorter than this inside speech count as sp
 
 # (low, high) edges of the energy bands in Hz; None = open end
 BANDS_HZ: tuple[tuple[float, float | None], ...] = (
-    (0.0, 300.0), (300.0, 1000.0), (1000.0, 3000.0), (3000.0, 5000.0), (5000.0, None))
+    (0.0, 300.0),
+    (300.0, 1000.0),
+    (1000.0, 3000.0),
+    (3000.0, 5000.0),
+    (5000.0, None),
+)
 
 _HANZI = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
@@ -144,8 +149,9 @@ class GenderInference:
         if self.label == "unknown":
             return "gender unknown (no voiced frames to infer it from)"
         side = ">=" if self.label == "female" else "<"
-        return (f"likely {self.label} (inferred from median F0 {self.f0_median_hz:.0f} Hz "
-                f"{side} {self.threshold_hz:g} Hz)")
+        return (
+            f"likely {self.label} (inferred from median F0 {self.f0_median_hz:.0f} Hz {side} {self.threshold_hz:g} Hz)"
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -173,8 +179,10 @@ def _load_thresholds_cached(path: str) -> dict:
             raise ConfigError(f"{file}: field 'scales.{name}.bins': missing or empty")
         bounds = [b.get("below") for b in bins[:-1]]
         if any(x is None for x in bounds) or bounds != sorted(bounds) or "below" in bins[-1]:
-            raise ConfigError(f"{file}: field 'scales.{name}.bins': every bin but the last needs an "
-                              "increasing 'below' bound; the last bin has none")
+            raise ConfigError(
+                f"{file}: field 'scales.{name}.bins': every bin but the last needs an "
+                "increasing 'below' bound; the last bin has none"
+            )
     return doc
 
 
@@ -187,8 +195,9 @@ def _language_spec(language: str, thresholds: dict) -> dict:
     try:
         return thresholds["languages"][language]
     except KeyError:
-        raise ConfigError(f"unsupported language {language!r}; the thresholds file knows "
-                          f"{sorted(thresholds['languages'])}") from None
+        raise ConfigError(
+            f"unsupported language {language!r}; the thresholds file knows {sorted(thresholds['languages'])}"
+        ) from None
 
 
 def qualitative(scale: str, value: float | None, language: str, thresholds: dict | None = None) -> str | None:
@@ -205,8 +214,7 @@ def qualitative(scale: str, value: float | None, language: str, thresholds: dict
             try:
                 return b[language]
             except KeyError:
-                raise ConfigError(f"{THRESHOLDS_FILE}: field 'scales.{scale}.bins': "
-                                  f"no {language!r} word") from None
+                raise ConfigError(f"{THRESHOLDS_FILE}: field 'scales.{scale}.bins': no {language!r} word") from None
     raise AssertionError("unreachable: the last bin is open")
 
 
@@ -248,7 +256,7 @@ def speech_activity(audio: np.ndarray, sr: int) -> tuple[np.ndarray, np.ndarray]
         max_gap = int(round(VAD_BRIDGE_S / VAD_HOP_S))
         for a, b in zip(idx[:-1], idx[1:]):
             if 1 < b - a <= max_gap:  # b - a - 1 inactive frames between them
-                active[a + 1:b] = True
+                active[a + 1 : b] = True
     return active, rms
 
 
@@ -263,8 +271,9 @@ def _select(clips, texts, sr, max_seconds):
     return chosen
 
 
-def measure_voice(clips: list[np.ndarray], texts: list[str], language: str, sr: int = 16000,
-                  max_seconds: float = 30.0) -> VoiceMeasurements:
+def measure_voice(
+    clips: list[np.ndarray], texts: list[str], language: str, sr: int = 16000, max_seconds: float = 30.0
+) -> VoiceMeasurements:
     """Measure a speaker's voice over (at most ``max_seconds`` of) their clips.
 
     ``clips`` are float mono arrays at ``sr``; ``texts`` their transcripts, in the same order;
@@ -304,8 +313,16 @@ def measure_voice(clips: list[np.ndarray], texts: list[str], language: str, sr: 
         pyin_budget -= len(y)
         if len(y) < frame // 2:
             continue
-        f0, voiced, _ = librosa.pyin(y, fmin=F0_MIN_HZ, fmax=F0_MAX_HZ, sr=sr, frame_length=frame,
-                                     hop_length=hop, resolution=PYIN_RESOLUTION_ST, center=True)
+        f0, voiced, _ = librosa.pyin(
+            y,
+            fmin=F0_MIN_HZ,
+            fmax=F0_MAX_HZ,
+            sr=sr,
+            frame_length=frame,
+            hop_length=hop,
+            resolution=PYIN_RESOLUTION_ST,
+            center=True,
+        )
         voiced = voiced & np.isfinite(f0)
         f0_all.append(f0[voiced])
         voiced_frames += int(voiced.sum())
@@ -314,8 +331,7 @@ def measure_voice(clips: list[np.ndarray], texts: list[str], language: str, sr: 
         power_voiced += spec[:, :n][:, voiced[:n]].sum(axis=1)
         n_voiced_spec += int(voiced[:n].sum())
         # speech-active pYIN frames (fallback basis): the VAD state at each frame's centre
-        centres = np.minimum((np.arange(spec.shape[1]) * hop / sr / VAD_HOP_S).round().astype(int),
-                             len(active) - 1)
+        centres = np.minimum((np.arange(spec.shape[1]) * hop / sr / VAD_HOP_S).round().astype(int), len(active) - 1)
         power_speech += spec[:, active[centres]].sum(axis=1)
         n_speech_spec += int(active[centres].sum())
 
@@ -323,12 +339,27 @@ def measure_voice(clips: list[np.ndarray], texts: list[str], language: str, sr: 
     if f0.size:
         semitones = 12.0 * np.log2(f0)
         p10, median, p90 = (float(x) for x in np.percentile(f0, [10, 50, 90]))
-        f0_stats = dict(f0_mean_hz=float(f0.mean()), f0_median_hz=median, f0_p10_hz=p10, f0_p90_hz=p90,
-                        f0_std_hz=float(f0.std()), f0_std_semitones=float(semitones.std()),
-                        f0_upper_excursion_hz=p90 - median)
+        f0_stats = dict(
+            f0_mean_hz=float(f0.mean()),
+            f0_median_hz=median,
+            f0_p10_hz=p10,
+            f0_p90_hz=p90,
+            f0_std_hz=float(f0.std()),
+            f0_std_semitones=float(semitones.std()),
+            f0_upper_excursion_hz=p90 - median,
+        )
     else:
-        f0_stats = dict.fromkeys(("f0_mean_hz", "f0_median_hz", "f0_p10_hz", "f0_p90_hz", "f0_std_hz",
-                                  "f0_std_semitones", "f0_upper_excursion_hz"))
+        f0_stats = dict.fromkeys(
+            (
+                "f0_mean_hz",
+                "f0_median_hz",
+                "f0_p10_hz",
+                "f0_p90_hz",
+                "f0_std_hz",
+                "f0_std_semitones",
+                "f0_upper_excursion_hz",
+            )
+        )
 
     if n_voiced_spec:
         power, basis = power_voiced, "voiced"
@@ -344,13 +375,17 @@ def measure_voice(clips: list[np.ndarray], texts: list[str], language: str, sr: 
     units = sum(count_rate_units(text, unit) for _, text in chosen)
     speech_p = np.concatenate(speech_power)
     return VoiceMeasurements(
-        language=language, n_clips=len(chosen),
+        language=language,
+        n_clips=len(chosen),
         audio_seconds=sum(len(c) for c, _ in chosen) / sr,
-        speech_seconds=speech_seconds, voiced_seconds=voiced_frames * hop / sr,
+        speech_seconds=speech_seconds,
+        voiced_seconds=voiced_frames * hop / sr,
         **f0_stats,
-        rate_unit=unit, rate_units=units,
+        rate_unit=unit,
+        rate_units=units,
         rate_per_minute=units / (speech_seconds / 60.0) if speech_seconds > 0 else None,
-        bands=tuple(bands), band_basis=basis,
+        bands=tuple(bands),
+        band_basis=basis,
         rms_mean_dbfs=float(_db(math.sqrt(speech_p.mean()))) if speech_p.size else None,
         rms_peak_dbfs=float(_db(peak_rms)) if peak_rms > 0 else None,
     )
@@ -416,8 +451,10 @@ def description_context(meas: VoiceMeasurements, language: str, thresholds: dict
         "f0_excursion": _num(meas.f0_upper_excursion_hz, 5) if has_f0 else None,
         "pitch_level": word("pitch_level", meas.f0_median_hz),
         "pitch_variability": word("pitch_variability", meas.f0_std_semitones),
-        "bands": [{"low": _num(b.low_hz, 1), "high": None if b.high_hz is None else _num(b.high_hz, 1),
-                   "pct": _pct(b.share)} for b in meas.bands],
+        "bands": [
+            {"low": _num(b.low_hz, 1), "high": None if b.high_hz is None else _num(b.high_hz, 1), "pct": _pct(b.share)}
+            for b in meas.bands
+        ],
         "band_basis": meas.band_basis,
         "low_freq": word("low_frequency", meas.band_share(0.0)),
         "brightness": word("brightness", meas.band_share(3000.0)),
@@ -436,9 +473,14 @@ def description_context(meas: VoiceMeasurements, language: str, thresholds: dict
 def _environment():
     import jinja2
 
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
-                              undefined=jinja2.StrictUndefined, autoescape=False,
-                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False)
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
 
 
 def describe_voice(meas: VoiceMeasurements, language: str) -> str:

@@ -33,44 +33,59 @@ from palm_bench.scenes import compose
 log = logging.getLogger(__name__)
 
 TASKS = ("recognition", "captioning", "reasoning")
-_SPAN = {"speaker_id": datasets.Value("string"), "name": datasets.Value("string"),
-         "clip_id": datasets.Value("string"), "start": datasets.Value("float32"), "end": datasets.Value("float32")}
-_NEGATIVE = {"for_subject": datasets.Value("string"), "speaker": datasets.Value("string"),
-             "clip": datasets.Value("string"), "stratum": datasets.Value("string"),
-             "similarity": datasets.Value("float32")}
-_SUBJECT = {"id": datasets.Value("string"), "name": datasets.Value("string"),
-            "hd": datasets.Value("string"), "ad": datasets.Value("string")}
-FEATURES = datasets.Features({
+_SPAN = {
+    "speaker_id": datasets.Value("string"),
+    "name": datasets.Value("string"),
+    "clip_id": datasets.Value("string"),
+    "start": datasets.Value("float32"),
+    "end": datasets.Value("float32"),
+}
+_NEGATIVE = {
+    "for_subject": datasets.Value("string"),
+    "speaker": datasets.Value("string"),
+    "clip": datasets.Value("string"),
+    "stratum": datasets.Value("string"),
+    "similarity": datasets.Value("float32"),
+}
+_SUBJECT = {
     "id": datasets.Value("string"),
-    "audio_id": datasets.Value("string"),  # the composed clip; shared by its template samples
-    "task": datasets.Value("string"),
-    "language": datasets.Value("string"),
-    "audio": datasets.Audio(sampling_rate=TARGET_SR),
-    "duration": datasets.Value("float32"),
-    "question": datasets.Value("string"),
-    "answer": datasets.Value("string"),
-    "template_id": datasets.Value("string"),
-    "n_speakers": datasets.Value("int32"),
-    "target": datasets.Value("string"),  # the subject's name
-    "target_id": datasets.Value("string"),
-    "queried": datasets.List(datasets.Value("string")),  # names asked about, in question order
-    "queried_ids": datasets.List(datasets.Value("string")),
-    "present": datasets.List(datasets.Value("string")),  # queried names who speak in the audio
-    "absent": datasets.List(datasets.Value("string")),
-    "label": datasets.Value("string"),  # positive (all queried present) | negative (none) | mixed
-    "negative_stratum": datasets.Value("string"),  # hardest stratum standing in for an absent name
-    "negative_similarity": datasets.Value("float32"),
-    "negatives": datasets.List(_NEGATIVE),
-    "augmentation": datasets.Value("string"),  # JSON record of the applied augmentation, or ""
-    "source_clips": datasets.List(datasets.Value("string")),
-    "speakers": datasets.List(_SPAN),  # who speaks when in the mix
-    "subjects": datasets.List(_SUBJECT),  # queried subjects' HD and AD (prompt strategies)
-    "profile": datasets.Value("string"),  # reasoning: the target's profile as text
-    "evidence": datasets.List({"field": datasets.Value("string"), "value": datasets.Value("string")}),
-    # captioning: what the reference was made from (PALM Table 24; palm_bench.caption_references):
-    # transcript | summary | qa (target present) | refusal (absent); "" for the other tasks
-    "caption_reference": datasets.Value("string"),
-})
+    "name": datasets.Value("string"),
+    "hd": datasets.Value("string"),
+    "ad": datasets.Value("string"),
+}
+FEATURES = datasets.Features(
+    {
+        "id": datasets.Value("string"),
+        "audio_id": datasets.Value("string"),  # the composed clip; shared by its template samples
+        "task": datasets.Value("string"),
+        "language": datasets.Value("string"),
+        "audio": datasets.Audio(sampling_rate=TARGET_SR),
+        "duration": datasets.Value("float32"),
+        "question": datasets.Value("string"),
+        "answer": datasets.Value("string"),
+        "template_id": datasets.Value("string"),
+        "n_speakers": datasets.Value("int32"),
+        "target": datasets.Value("string"),  # the subject's name
+        "target_id": datasets.Value("string"),
+        "queried": datasets.List(datasets.Value("string")),  # names asked about, in question order
+        "queried_ids": datasets.List(datasets.Value("string")),
+        "present": datasets.List(datasets.Value("string")),  # queried names who speak in the audio
+        "absent": datasets.List(datasets.Value("string")),
+        "label": datasets.Value("string"),  # positive (all queried present) | negative (none) | mixed
+        "negative_stratum": datasets.Value("string"),  # hardest stratum standing in for an absent name
+        "negative_similarity": datasets.Value("float32"),
+        "negatives": datasets.List(_NEGATIVE),
+        "augmentation": datasets.Value("string"),  # JSON record of the applied augmentation, or ""
+        "source_clips": datasets.List(datasets.Value("string")),
+        "speakers": datasets.List(_SPAN),  # who speaks when in the mix
+        "subjects": datasets.List(_SUBJECT),  # queried subjects' HD and AD (prompt strategies)
+        "profile": datasets.Value("string"),  # reasoning: the target's profile as text
+        "evidence": datasets.List({"field": datasets.Value("string"), "value": datasets.Value("string")}),
+        # captioning: what the reference was made from (PALM Table 24; palm_bench.caption_references):
+        # transcript | summary | qa (target present) | refusal (absent); "" for the other tasks
+        "caption_reference": datasets.Value("string"),
+    }
+)
 
 
 @dataclasses.dataclass
@@ -86,9 +101,13 @@ class PalmBenchConfig(BenchBuilderConfig):
 def plan_for(config: PalmBenchConfig) -> BuildPlan:
     """The build plan a builder config describes (``palm-bench build`` plans once and hands the
     same plan to every builder instead)."""
-    return make_plan(config.build or BuildConfig(), corpus=config.corpus, corpus_dir=config.corpus_dir,
-                     corpus_options=config.corpus_options,
-                     work_dir=Path(config.work_dir) if config.work_dir else None)
+    return make_plan(
+        config.build or BuildConfig(),
+        corpus=config.corpus,
+        corpus_dir=config.corpus_dir,
+        corpus_options=config.corpus_options,
+        work_dir=Path(config.work_dir) if config.work_dir else None,
+    )
 
 
 class PalmBench(BenchBuilder):
@@ -97,14 +116,18 @@ class PalmBench(BenchBuilder):
 
     BUILDER_CONFIG_CLASS = PalmBenchConfig
     BUILDER_CONFIGS = [PalmBenchConfig(name=t, tasks=(t,), description=f"PALM-Bench {t}") for t in TASKS] + [
-        PalmBenchConfig(name="all", tasks=TASKS, description="PALM-Bench, all three tasks")]
+        PalmBenchConfig(name="all", tasks=TASKS, description="PALM-Bench, all three tasks")
+    ]
     DEFAULT_CONFIG_NAME = "recognition"
     DEFAULT_WRITER_BATCH_SIZE = 64
 
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(
             description="PALM-Bench: personalized audio-LLM recognition, captioning and reasoning",
-            features=FEATURES, citation=CITATION, license="see the corpus licence")
+            features=FEATURES,
+            citation=CITATION,
+            license="see the corpus licence",
+        )
 
     def make_plan(self) -> BuildPlan:
         return plan_for(self.config)
@@ -113,10 +136,16 @@ class PalmBench(BenchBuilder):
         # the planned audios of each split as a list: `download_and_prepare(num_proc=N)` writes N
         # contiguous runs of it in N processes, in order (same rows, same order for any N)
         plan = self.plan
-        return [datasets.SplitGenerator(name=split, gen_kwargs={
+        return [
+            datasets.SplitGenerator(
+                name=split,
+                gen_kwargs={
                     "split": str(split),
-                    "audios": [i for i, a in enumerate(plan.audios[str(split)]) if a.task in self.config.tasks]})
-                for split in (datasets.Split.TRAIN, datasets.Split.TEST)]
+                    "audios": [i for i, a in enumerate(plan.audios[str(split)]) if a.task in self.config.tasks],
+                },
+            )
+            for split in (datasets.Split.TRAIN, datasets.Split.TEST)
+        ]
 
     def _generate_examples(self, split, audios):
         plan = self.plan
@@ -125,7 +154,10 @@ class PalmBench(BenchBuilder):
 
         def render(audio_plan) -> tuple[dict, list, float]:
             mix, spans = compose(audio_plan, cfg.silence_s)
-            audio = {"bytes": encode_audio(mix, TARGET_SR, cfg.audio_format), "path": f"{audio_plan.key}.{cfg.audio_format}"}
+            audio = {
+                "bytes": encode_audio(mix, TARGET_SR, cfg.audio_format),
+                "path": f"{audio_plan.key}.{cfg.audio_format}",
+            }
             return audio, spans, len(mix) / TARGET_SR
 
         todo = [plan.audios[split][i] for i in audios]

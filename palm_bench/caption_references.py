@@ -44,16 +44,21 @@ ROW_KINDS = ("transcript", "summary", "qa", "refusal", "")
 QA_PER_UTTERANCE = 3  # Table 24: "Generate exactly three question–answer pairs"
 MAX_SUMMARY_CHARS = 600
 REPLY_CACHE = "llm_replies.sqlite"
-_QA_PAIR = re.compile(r"question\s*(?P<n>[1-9])\s*[:：]\s*(?P<q>.+?)\s*[,，]?\s*answer\s*(?P=n)\s*[:：]\s*(?P<a>.+?)"
-                      r"\s*(?=question\s*[1-9]\s*[:：]|\Z)", re.IGNORECASE | re.DOTALL)
+_QA_PAIR = re.compile(
+    r"question\s*(?P<n>[1-9])\s*[:：]\s*(?P<q>.+?)\s*[,，]?\s*answer\s*(?P=n)\s*[:：]\s*(?P<a>.+?)"
+    r"\s*(?=question\s*[1-9]\s*[:：]|\Z)",
+    re.IGNORECASE | re.DOTALL,
+)
 
 
 def check_kind(kind: str, llm) -> None:
     if kind not in KINDS:
         raise ConfigError(f"caption_reference must be one of {list(KINDS)}, got {kind!r}")
     if kind != "transcript" and llm is None:
-        raise ConfigError(f"--caption-reference {kind} needs a text LLM to write the references (PALM Table 24): "
-                          "add --llm openai --llm-option model=M --llm-option base_url=URL")
+        raise ConfigError(
+            f"--caption-reference {kind} needs a text LLM to write the references (PALM Table 24): "
+            "add --llm openai --llm-option model=M --llm-option base_url=URL"
+        )
 
 
 def _norm(text: str) -> str:
@@ -65,7 +70,7 @@ def _names(text: str, name: str) -> bool:
 
 
 def validate_summary(text: str, name: str, transcript: str) -> str:
-    text = text.strip().strip("\"“”「」").strip()
+    text = text.strip().strip('"“”「」').strip()
     if not text:
         raise ReplyInvalid("the summary is empty")
     if len(text) > MAX_SUMMARY_CHARS:
@@ -83,8 +88,10 @@ def parse_qa_pairs(text: str, name: str) -> list[tuple[str, str]]:
     pairs = [(int(m["n"]), m["q"].strip(), m["a"].strip()) for m in _QA_PAIR.finditer(text)]
     numbers = [n for n, _, _ in pairs]
     if numbers != list(range(1, QA_PER_UTTERANCE + 1)):
-        raise ReplyInvalid(f"need exactly {QA_PER_UTTERANCE} pairs numbered 1 to {QA_PER_UTTERANCE} in the format "
-                           f"'question1: xxx?, answer1: xxx.'; found {numbers or 'none'}")
+        raise ReplyInvalid(
+            f"need exactly {QA_PER_UTTERANCE} pairs numbered 1 to {QA_PER_UTTERANCE} in the format "
+            f"'question1: xxx?, answer1: xxx.'; found {numbers or 'none'}"
+        )
     for n, question, answer in pairs:
         if not question or not answer:
             raise ReplyInvalid(f"pair {n} has an empty question or answer")
@@ -105,8 +112,9 @@ def _target_clip(plan: AudioPlan):
     return next(c for c in plan.clips if c.speaker == plan.target)
 
 
-def apply_caption_references(audios: dict[str, list[AudioPlan]], corpus: Corpus, kind: str, llm,
-                             work_dir: Path | None = None, seed: int = 0) -> dict:
+def apply_caption_references(
+    audios: dict[str, list[AudioPlan]], corpus: Corpus, kind: str, llm, work_dir: Path | None = None, seed: int = 0
+) -> dict:
     """Rewrite the captioning plans of ``audios`` for ``kind`` (in place); returns what to record."""
     check_kind(kind, llm)
     plans = [p for split in sorted(audios) for p in audios[split] if p.task == "captioning"]
@@ -123,14 +131,21 @@ def apply_caption_references(audios: dict[str, list[AudioPlan]], corpus: Corpus,
         clip = _target_clip(plan)
         utterances.setdefault(clip.id, (clip, speakers[plan.target].name or plan.target, plan.language))
     stem = "caption_summary" if kind == "summary" else "caption_qa"
-    prompts = {cid: _prompt(stem, language, {"name": name, "transcript": clip.text})
-               for cid, (clip, name, language) in sorted(utterances.items())}
+    prompts = {
+        cid: _prompt(stem, language, {"name": name, "transcript": clip.text})
+        for cid, (clip, name, language) in sorted(utterances.items())
+    }
     if kind == "summary":
-        written = ask_text(llm, prompts, lambda cid, text: validate_summary(text, utterances[cid][1], utterances[cid][0].text),
-                           "caption summary for clip")
+        written = ask_text(
+            llm,
+            prompts,
+            lambda cid, text: validate_summary(text, utterances[cid][1], utterances[cid][0].text),
+            "caption summary for clip",
+        )
     else:
-        written = ask_text(llm, prompts, lambda cid, text: parse_qa_pairs(text, utterances[cid][1]),
-                           "caption QA pairs for clip")
+        written = ask_text(
+            llm, prompts, lambda cid, text: parse_qa_pairs(text, utterances[cid][1]), "caption QA pairs for clip"
+        )
     rows = {"summary": 0, "qa": 0, "refusal": 0}
     for plan in plans:
         present = plan.target in plan.speakers
@@ -154,10 +169,16 @@ def apply_caption_references(audios: dict[str, list[AudioPlan]], corpus: Corpus,
         for j in range(QA_PER_UTTERANCE):
             t = unused[int(order[j % len(unused)])]
             rendered = render(t, spk=name)
-            plan.qas.append(QA(t.id, rendered.question, rendered.answer, [plan.target], [], [plan.target],
-                               reference="refusal"))
+            plan.qas.append(
+                QA(t.id, rendered.question, rendered.answer, [plan.target], [], [plan.target], reference="refusal")
+            )
             rows["refusal"] += 1
-    return {"kind": kind, "llm": dict(llm.settings), "prompts": prompt_files(kind),
-            "utterances": len(utterances), "rows_written": rows,
-            "llm_calls": getattr(llm, "asked", None), "cache_hits": getattr(llm, "hits", None)}
-
+    return {
+        "kind": kind,
+        "llm": dict(llm.settings),
+        "prompts": prompt_files(kind),
+        "utterances": len(utterances),
+        "rows_written": rows,
+        "llm_calls": getattr(llm, "asked", None),
+        "cache_hits": getattr(llm, "hits", None),
+    }

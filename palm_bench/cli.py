@@ -33,8 +33,9 @@ def _corpus_info(args) -> int:
             raise ConfigError(f"corpus-info --corpus {args.corpus} needs --corpus-dir")
         corpus, _ = load_corpus_by_kind(args.corpus, str(args.corpus_dir), parse_key_values(args.corpus_option))
     cache = None if args.no_cache else DEFAULT_CACHE / "embeddings"
-    stats = corpus_statistics(corpus, encoder=args.encoder, cache_dir=cache, with_eer=not args.no_eer,
-                              scene_config=load_preset(args.preset))
+    stats = corpus_statistics(
+        corpus, encoder=args.encoder, cache_dir=cache, with_eer=not args.no_eer, scene_config=load_preset(args.preset)
+    )
     print(json.dumps(stats, ensure_ascii=False, indent=2) if args.json else format_table(stats))
     return 0
 
@@ -58,14 +59,25 @@ def _build(args) -> int:
     from palm_bench.caption_references import check_kind
 
     check_kind(cfg.caption_reference, llm)  # before any planning work
-    info = build(args.out, cfg, corpus=args.corpus, corpus_dir=args.corpus_dir, corpus_options=options,
-                 work_dir=None if args.no_cache else DEFAULT_CACHE, tasks=tasks, repo_id=args.repo_id, llm=llm,
-                 num_proc=args.num_proc)
+    info = build(
+        args.out,
+        cfg,
+        corpus=args.corpus,
+        corpus_dir=args.corpus_dir,
+        corpus_options=options,
+        work_dir=None if args.no_cache else DEFAULT_CACHE,
+        tasks=tasks,
+        repo_id=args.repo_id,
+        llm=llm,
+        num_proc=args.num_proc,
+    )
     st = info["stats"]
-    print(f"wrote {args.out}: {st['total_samples']} samples ({st['total_sample_hours']:.2f} h) from "
-          f"{st['unique_audios']} clips in {info['seconds']['total']:.0f} s; "
-          f"{info['bytes_per_sample'] / 1000:.1f} kB/sample; load with "
-          f"datasets.load_dataset({str(args.out)!r}, 'recognition')")
+    print(
+        f"wrote {args.out}: {st['total_samples']} samples ({st['total_sample_hours']:.2f} h) from "
+        f"{st['unique_audios']} clips in {info['seconds']['total']:.0f} s; "
+        f"{info['bytes_per_sample'] / 1000:.1f} kB/sample; load with "
+        f"datasets.load_dataset({str(args.out)!r}, 'recognition')"
+    )
     return 0
 
 
@@ -73,71 +85,130 @@ def _export_sft(args) -> int:
     from palm_bench.sft_export import export_sft
 
     tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
-    info = export_sft(args.out, args.format, split=args.split, dataset=args.dataset, tasks=tasks,
-                      strategy=args.prompt, cache_dir=DEFAULT_CACHE, limit=args.limit)
+    info = export_sft(
+        args.out,
+        args.format,
+        split=args.split,
+        dataset=args.dataset,
+        tasks=tasks,
+        strategy=args.prompt,
+        cache_dir=DEFAULT_CACHE,
+        limit=args.limit,
+    )
     per_task = ", ".join(f"{t} {v['rows']}" for t, v in info["tasks"].items())
-    print(f"wrote {args.out}: {info['rows']} {args.format} examples ({info['jsonl']}), {info['audio_files']} audio "
-          f"files; rows per task: {per_task}")
+    print(
+        f"wrote {args.out}: {info['rows']} {args.format} examples ({info['jsonl']}), {info['audio_files']} audio "
+        f"files; rows per task: {per_task}"
+    )
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="palm-bench", description="PALM-Bench: personalized audio-LLM benchmark")
     sub = ap.add_subparsers(dest="command", required=True)
-    info = sub.add_parser("corpus-info", help="statistics of a speech corpus (default: the embedded one)",
-                          allow_abbrev=False)
+    info = sub.add_parser(
+        "corpus-info", help="statistics of a speech corpus (default: the embedded one)", allow_abbrev=False
+    )
     info.add_argument("--json", action="store_true", help="print JSON instead of a table")
     info.add_argument("--encoder", default="resemblyzer", help="speaker encoder for the EER (default: resemblyzer)")
-    info.add_argument("--corpus", default="embedded", choices=["embedded", "ncssd", "folder"],
-                      help="which reader (default: embedded)")
-    info.add_argument("--corpus-dir", type=Path, help="the corpus folder (embedded: a rendered corpus's data "
-                      "folder; default: the embedded one)")
-    info.add_argument("--corpus-option", action="append", default=[], metavar="KEY=VALUE",
-                      help="reader option, as for build (e.g. language=en)")
+    info.add_argument(
+        "--corpus", default="embedded", choices=["embedded", "ncssd", "folder"], help="which reader (default: embedded)"
+    )
+    info.add_argument(
+        "--corpus-dir",
+        type=Path,
+        help="the corpus folder (embedded: a rendered corpus's data folder; default: the embedded one)",
+    )
+    info.add_argument(
+        "--corpus-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="reader option, as for build (e.g. language=en)",
+    )
     info.add_argument("--preset", default="small", help="whose scene mix the speaker counts are checked against")
     info.add_argument("--no-eer", action="store_true", help="skip the speaker-embedding EER")
     info.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
     info.set_defaults(func=_corpus_info)
 
     b = sub.add_parser("build", help="build PALM-Bench and export Parquet + dataset card")
-    b.add_argument("--out", default="palm-bench", help="output folder (default: ./palm-bench, so that "
-                   "load_dataset('palm-bench', 'recognition') finds it)")
+    b.add_argument(
+        "--out",
+        default="palm-bench",
+        help="output folder (default: ./palm-bench, so that load_dataset('palm-bench', 'recognition') finds it)",
+    )
     b.add_argument("--preset", default="small", help="small | paper | a YAML file (default: small)")
-    b.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a build knob, e.g. --set seed=3 --set templates_per_audio=4")
+    b.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a build knob, e.g. --set seed=3 --set templates_per_audio=4",
+    )
     b.add_argument("--corpus", default="embedded", choices=["embedded", "ncssd", "folder"])
     b.add_argument("--corpus-dir", help="corpus folder (ncssd / folder; or a rendered embedded layout)")
-    b.add_argument("--corpus-option", action="append", default=[], metavar="KEY=VALUE",
-                   help="reader option, e.g. --corpus-option speaker_map=map.tsv --corpus-option language=en")
+    b.add_argument(
+        "--corpus-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="reader option, e.g. --corpus-option speaker_map=map.tsv --corpus-option language=en",
+    )
     b.add_argument("--tasks", default="recognition,captioning,reasoning")
     b.add_argument("--repo-id", help="Hub id named in the card's loading snippet")
     b.add_argument("--no-cache", action="store_true", help="do not use the embedding/description cache")
-    b.add_argument("--num_proc", type=int, default=None, metavar="N",
-                   help="render each split in N processes (datasets' num_proc; same shards for any N)")
-    b.add_argument("--caption-reference", choices=["transcript", "summary", "qa"], default=None,
-                   help="captioning references (PALM Table 24): transcript (default, offline; a deviation), "
-                        "summary (LLM summaries) or qa (adds three LLM question/answer rows per utterance); "
-                        "summary and qa need --llm")
-    b.add_argument("--description-model", metavar="MODEL[:ARGS]", default=None,
-                   help="a harness adapter that writes each subject's AD (Table 23 prompt) and HD from its "
-                        "train-split reference audio, e.g. vllm:pretrained=Qwen/Qwen3-Omni-30B-A3B-Thinking or "
-                        "openai_audio:model=M,base_url=URL (default: AD measured, HD from data)")
-    add_llm_options(b, "writes missing subject profiles and, with --caption-reference summary|qa, the "
-                       "captioning references")
+    b.add_argument(
+        "--num_proc",
+        type=int,
+        default=None,
+        metavar="N",
+        help="render each split in N processes (datasets' num_proc; same shards for any N)",
+    )
+    b.add_argument(
+        "--caption-reference",
+        choices=["transcript", "summary", "qa"],
+        default=None,
+        help="captioning references (PALM Table 24): transcript (default, offline; a deviation), "
+        "summary (LLM summaries) or qa (adds three LLM question/answer rows per utterance); "
+        "summary and qa need --llm",
+    )
+    b.add_argument(
+        "--description-model",
+        metavar="MODEL[:ARGS]",
+        default=None,
+        help="a harness adapter that writes each subject's AD (Table 23 prompt) and HD from its "
+        "train-split reference audio, e.g. vllm:pretrained=Qwen/Qwen3-Omni-30B-A3B-Thinking or "
+        "openai_audio:model=M,base_url=URL (default: AD measured, HD from data)",
+    )
+    add_llm_options(
+        b, "writes missing subject profiles and, with --caption-reference summary|qa, the captioning references"
+    )
     b.set_defaults(func=_build)
     add_push_command(sub)
 
-    x = sub.add_parser("export-sft", help="rows as ms-swift / LLaMA-Factory audio SFT data, with the harness "
-                       "tasks' own prompts")
+    x = sub.add_parser(
+        "export-sft", help="rows as ms-swift / LLaMA-Factory audio SFT data, with the harness tasks' own prompts"
+    )
     x.add_argument("--format", required=True, choices=["ms-swift", "llamafactory"])
     x.add_argument("--out", required=True, help="output folder (audio/, <split>.jsonl, dataset_info.json)")
     x.add_argument("--split", default="train")
-    x.add_argument("--dataset", default="palm-bench", help="a built PALM-Bench folder or Hub id (default: "
-                   "./palm-bench, else the embedded small preset, built once into the cache)")
-    x.add_argument("--tasks", default="recognition,captioning", help="PALM task configs (recognition, captioning, "
-                   "reasoning) or harness task names (palm_recognition_enroll)")
-    x.add_argument("--prompt", default="base", choices=["base", "hd", "hd_cot", "ad", "ad_cot"],
-                   help="which prompting strategy's task renders the prompts (default: base)")
+    x.add_argument(
+        "--dataset",
+        default="palm-bench",
+        help="a built PALM-Bench folder or Hub id (default: "
+        "./palm-bench, else the embedded small preset, built once into the cache)",
+    )
+    x.add_argument(
+        "--tasks",
+        default="recognition,captioning",
+        help="PALM task configs (recognition, captioning, reasoning) or harness task names (palm_recognition_enroll)",
+    )
+    x.add_argument(
+        "--prompt",
+        default="base",
+        choices=["base", "hd", "hd_cot", "ad", "ad_cot"],
+        help="which prompting strategy's task renders the prompts (default: base)",
+    )
     x.add_argument("--limit", type=int, default=None, help="at most this many rows per task")
     x.set_defaults(func=_export_sft)
     return ap

@@ -38,7 +38,8 @@ class BuildConfig:
     #: ``{method: threshold, thresholds: [t_semi_hard_min... ]}``: three cosine cut points,
     #: ascending, separating easy | medium | semi-hard | hard
     negative_strata: dict = dataclasses.field(
-        default_factory=lambda: {"method": "quantile", "edges": [0.25, 0.5, 0.75]})
+        default_factory=lambda: {"method": "quantile", "edges": [0.25, 0.5, 0.75]}
+    )
     augmentation: dict = dataclasses.field(default_factory=dict)  # lalm_eval AugmentationConfig keys
     encoder: str = "resemblyzer"
     #: seconds of each subject's reference speech measured for its acoustic description
@@ -56,7 +57,8 @@ class BuildConfig:
     description_model: str | None = None
     #: generation kwargs of those descriptions (Table 23 asks for at least 600 words)
     description_gen_kwargs: dict = dataclasses.field(
-        default_factory=lambda: {"max_new_tokens": 2048, "do_sample": False})
+        default_factory=lambda: {"max_new_tokens": 2048, "do_sample": False}
+    )
 
     def __post_init__(self) -> None:
         if not 0 < self.test_fraction < 1:
@@ -78,21 +80,26 @@ class BuildConfig:
         method = self.negative_strata.get("method")
         cuts = self.negative_strata.get("edges" if method == "quantile" else "thresholds")
         if method not in ("quantile", "threshold") or not cuts or len(cuts) != 3 or list(cuts) != sorted(cuts):
-            raise ConfigError("negative_strata must be {method: quantile, edges: [a, b, c]} or "
-                              f"{{method: threshold, thresholds: [a, b, c]}} ascending; got {self.negative_strata!r}")
+            raise ConfigError(
+                "negative_strata must be {method: quantile, edges: [a, b, c]} or "
+                f"{{method: threshold, thresholds: [a, b, c]}} ascending; got {self.negative_strata!r}"
+            )
         if not isinstance(self.enrollment, bool):
             raise ConfigError(f"enrollment must be true or false, got {self.enrollment!r}")
         if self.caption_reference not in ("transcript", "summary", "qa"):
             raise ConfigError(f"caption_reference must be transcript, summary or qa, got {self.caption_reference!r}")
-        if self.description_model is not None and (not isinstance(self.description_model, str)
-                                                   or re.search(r"(^|[:,])\s*api_key\s*=", self.description_model)):
-            raise ConfigError("description_model must be an adapter spec MODEL[:key=value,...] without api_key "
-                              f"(keys come from the environment), got {self.description_model!r}")
+        if self.description_model is not None and (
+            not isinstance(self.description_model, str) or re.search(r"(^|[:,])\s*api_key\s*=", self.description_model)
+        ):
+            raise ConfigError(
+                "description_model must be an adapter spec MODEL[:key=value,...] without api_key "
+                f"(keys come from the environment), got {self.description_model!r}"
+            )
         if self.audio_format not in AUDIO_FORMATS:
             raise ConfigError(f"audio_format must be one of {AUDIO_FORMATS}, got {self.audio_format!r}")
 
     @classmethod
-    def from_dict(cls, data: dict, where: str = "build config") -> "BuildConfig":
+    def from_dict(cls, data: dict, where: str = "build config") -> BuildConfig:
         check_keys(cls, data, where)
         data = dict(data)
         for key in ("languages", "positive_negative_ratio", "single_multi_ratio", "recognition_captioning_ratio"):

@@ -21,8 +21,13 @@ def folder_size_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file())
 
 
-def corpus_statistics(corpus: Corpus, encoder: str = DEFAULT_SPEAKER_ENCODER,
-                      cache_dir: str | Path | None = None, with_eer: bool = True, scene_config=None) -> dict:
+def corpus_statistics(
+    corpus: Corpus,
+    encoder: str = DEFAULT_SPEAKER_ENCODER,
+    cache_dir: str | Path | None = None,
+    with_eer: bool = True,
+    scene_config=None,
+) -> dict:
     """Per-language counts and minutes, size in MB, the reader's skips (file, reason), with
     ``scene_config`` (a :class:`~palm_bench.config.BuildConfig`) whether each language has the
     speakers its scene mix needs, and (optionally) subject-pair EER."""
@@ -37,18 +42,21 @@ def corpus_statistics(corpus: Corpus, encoder: str = DEFAULT_SPEAKER_ENCODER,
             "utterances": len(utts),
             "subject_utterances": sum(u.speaker in subj for u in utts),
             "minutes": round(sum(u.duration for u in utts) / 60, 2),
-            "min_utterances_per_subject": min(
-                (sum(u.speaker == s for u in utts) for s in subj), default=0),
+            "min_utterances_per_subject": min((sum(u.speaker == s for u in utts) for s in subj), default=0),
         }
     stats = {
         "languages": languages,
         "totals": {
-            "subjects": len(corpus.subjects()), "negatives": len(corpus.negatives()),
+            "subjects": len(corpus.subjects()),
+            "negatives": len(corpus.negatives()),
             "utterances": len(corpus.utterances),
             "minutes": round(sum(u.duration for u in corpus.utterances) / 60, 2),
         },
         "size_mb": round(folder_size_bytes(corpus.root) / 1e6, 2),
-        "encoder": None, "eer": None, "eer_threshold": None, "eer_by_language": {},
+        "encoder": None,
+        "eer": None,
+        "eer_threshold": None,
+        "eer_by_language": {},
     }
     skips = getattr(corpus, "skips", [])
     stats["skipped"] = [{"file": _relative(f, corpus.root), "reason": r} for f, r in skips]
@@ -78,20 +86,26 @@ def scene_mix(corpus: Corpus, cfg) -> dict:
         subjects = len(corpus.subjects(lang))
         need = scene_needs(cfg, lang, subjects, sum(bool(s.profile) for s in corpus.subjects(lang)))
         voices = sum(s.language == lang for s in corpus.speakers.values())
-        out[lang] = {"needs_subjects": need.subjects, "needs_speakers": need.speakers, "subjects": subjects,
-                     "speakers": voices, "fits": subjects >= need.subjects and voices >= need.speakers}
+        out[lang] = {
+            "needs_subjects": need.subjects,
+            "needs_speakers": need.speakers,
+            "subjects": subjects,
+            "speakers": voices,
+            "fits": subjects >= need.subjects and voices >= need.speakers,
+        }
     return out
 
 
-def subject_eer(corpus: Corpus, encoder: str = DEFAULT_SPEAKER_ENCODER,
-                cache_dir: str | Path | None = None) -> dict:
+def subject_eer(corpus: Corpus, encoder: str = DEFAULT_SPEAKER_ENCODER, cache_dir: str | Path | None = None) -> dict:
     """EER of same-subject vs different-subject utterance pairs, pooled and per language."""
     enc = get_speaker_encoder(encoder, cache_dir=cache_dir)
     subjects = {s.id: s for s in corpus.subjects()}
     utts = [u for u in corpus.utterances if u.speaker in subjects]
     if len({u.speaker for u in utts}) < 2:
-        raise ConfigError(f"EER needs utterances of at least two subjects; the corpus has {len({u.speaker for u in utts})} "
-                          "(run corpus-info with --no-eer)")
+        raise ConfigError(
+            f"EER needs utterances of at least two subjects; the corpus has {len({u.speaker for u in utts})} "
+            "(run corpus-info with --no-eer)"
+        )
     embs = enc.embed([u.load_audio() for u in utts])
     labels = np.array([u.speaker for u in utts])
     eer, threshold = equal_error_rate(*pair_scores(embs, labels))
@@ -100,8 +114,7 @@ def subject_eer(corpus: Corpus, encoder: str = DEFAULT_SPEAKER_ENCODER,
         mask = np.array([subjects[u.speaker].language == lang for u in utts])
         if len(set(labels[mask])) >= 2:
             by_lang[lang] = round(equal_error_rate(*pair_scores(embs[mask], labels[mask]))[0], 4)
-    return {"encoder": enc.name, "eer": round(eer, 4), "eer_threshold": round(threshold, 4),
-            "eer_by_language": by_lang}
+    return {"encoder": enc.name, "eer": round(eer, 4), "eer_threshold": round(threshold, 4), "eer_by_language": by_lang}
 
 
 def format_table(stats: dict) -> str:
@@ -122,12 +135,15 @@ def format_table(stats: dict) -> str:
     for lang, m in (stats.get("scene_mix") or {}).items():
         have = f"{lang}: {m['speakers']} voices ({m['subjects']} subjects)"
         need = f"{m['needs_speakers']} voices / {m['needs_subjects']} subjects needed"
-        lines.append(f"scene mix: {have} " + (f"fits ({need})" if m["fits"] else f"< {need} (see README: "
-                                                                                  "speaker counts)"))
+        lines.append(
+            f"scene mix: {have} " + (f"fits ({need})" if m["fits"] else f"< {need} (see README: speaker counts)")
+        )
     if stats.get("eer_note"):
         lines.append(stats["eer_note"])
     if stats.get("eer") is not None:
         per = ", ".join(f"{k} {v:.2%}" for k, v in stats["eer_by_language"].items())
-        lines.append(f"subject EER ({stats['encoder']}): {stats['eer']:.2%} (by language: {per}), "
-                     f"threshold cos {stats['eer_threshold']:.3f}")
+        lines.append(
+            f"subject EER ({stats['encoder']}): {stats['eer']:.2%} (by language: {per}), "
+            f"threshold cos {stats['eer_threshold']:.3f}"
+        )
     return "\n".join(lines)

@@ -30,8 +30,12 @@ def load_human_descriptions(path: Path) -> dict[str, str]:
     return {sid: next(iter(texts.values())) for sid, texts in data.items() if texts}
 
 
-def acoustic_descriptions(corpus: Corpus, reference_clips: dict[str, list[Utterance]],
-                          cache_dir: Path | None = None, max_seconds: float = 12.0) -> dict[str, str]:
+def acoustic_descriptions(
+    corpus: Corpus,
+    reference_clips: dict[str, list[Utterance]],
+    cache_dir: Path | None = None,
+    max_seconds: float = 12.0,
+) -> dict[str, str]:
     """``{subject id: AD text}`` measured on each subject's reference clips (cached)."""
     from palm_bench.acoustic import describe_voice, measure_voice
 
@@ -39,8 +43,9 @@ def acoustic_descriptions(corpus: Corpus, reference_clips: dict[str, list[Uttera
     for subject in sorted(s.id for s in corpus.subjects() if s.id in reference_clips):
         clips = reference_clips[subject]
         language = corpus.speakers[subject].language
-        key = hashlib.sha256(json.dumps([AD_CACHE_VERSION, language, max_seconds]
-                                        + [(c.id, c.text, c.duration) for c in clips]).encode()).hexdigest()
+        key = hashlib.sha256(
+            json.dumps([AD_CACHE_VERSION, language, max_seconds] + [(c.id, c.text, c.duration) for c in clips]).encode()
+        ).hexdigest()
         path = cache_dir / "acoustic_descriptions" / f"{key}.txt" if cache_dir else None
         if path is not None and path.is_file():
             out[subject] = path.read_text(encoding="utf-8")
@@ -51,8 +56,9 @@ def acoustic_descriptions(corpus: Corpus, reference_clips: dict[str, list[Uttera
                 break
             chosen.append(clip)
             total += clip.duration
-        meas = measure_voice([c.load_audio() for c in chosen], [c.text for c in chosen], language,
-                             max_seconds=max_seconds)
+        meas = measure_voice(
+            [c.load_audio() for c in chosen], [c.text for c in chosen], language, max_seconds=max_seconds
+        )
         out[subject] = describe_voice(meas, language)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -60,9 +66,14 @@ def acoustic_descriptions(corpus: Corpus, reference_clips: dict[str, list[Uttera
     return out
 
 
-def llm_human_descriptions(corpus: Corpus, reference_clips: dict[str, list[Utterance]], llm,
-                           subject_ids: list[str], cache_dir: Path | None = None,
-                           max_seconds: float = 12.0) -> dict[str, str]:
+def llm_human_descriptions(
+    corpus: Corpus,
+    reference_clips: dict[str, list[Utterance]],
+    llm,
+    subject_ids: list[str],
+    cache_dir: Path | None = None,
+    max_seconds: float = 12.0,
+) -> dict[str, str]:
     """HD for subjects without one: an LLM writes it from measured acoustics (cached by clips
     and LLM settings), as :func:`palm_bench.profiles.generate_human_descriptions` does."""
     from palm_bench.acoustic import measure_voice
@@ -70,17 +81,25 @@ def llm_human_descriptions(corpus: Corpus, reference_clips: dict[str, list[Utter
 
     if not subject_ids:
         return {}
-    key = hashlib.sha256(json.dumps([dict(llm.settings), max_seconds] + [
-        (s, [c.id for c in reference_clips[s]]) for s in sorted(subject_ids)], sort_keys=True,
-        default=str).encode()).hexdigest()
+    key = hashlib.sha256(
+        json.dumps(
+            [dict(llm.settings), max_seconds] + [(s, [c.id for c in reference_clips[s]]) for s in sorted(subject_ids)],
+            sort_keys=True,
+            default=str,
+        ).encode()
+    ).hexdigest()
     path = cache_dir / "human_descriptions" / f"{key}.json" if cache_dir else None
     if path is not None and path.is_file():
         return json.loads(path.read_text(encoding="utf-8"))
     measurements = {}
     for sid in sorted(subject_ids):
         clips = reference_clips[sid]
-        measurements[sid] = measure_voice([c.load_audio() for c in clips], [c.text for c in clips],
-                                          corpus.speakers[sid].language, max_seconds=max_seconds)
+        measurements[sid] = measure_voice(
+            [c.load_audio() for c in clips],
+            [c.text for c in clips],
+            corpus.speakers[sid].language,
+            max_seconds=max_seconds,
+        )
     out = generate_human_descriptions(llm, [corpus.speakers[s] for s in sorted(subject_ids)], measurements)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -34,15 +34,17 @@ from palm_bench.prefetch import prefetched
 CONFIG = "enrollment"
 SPLIT = "train"
 PREFETCH = 32  # clips decoded and encoded ahead of the writer
-FEATURES = datasets.Features({
-    "subject_id": datasets.Value("string"),
-    "name": datasets.Value("string"),  # the subject's name, as the QA rows' `queried` spell it
-    "language": datasets.Value("string"),
-    "clip_id": datasets.Value("string"),  # the corpus utterance id (as in the QA rows' `source_clips`)
-    "audio": datasets.Audio(sampling_rate=TARGET_SR),
-    "duration": datasets.Value("float32"),
-    "transcript": datasets.Value("string"),
-})
+FEATURES = datasets.Features(
+    {
+        "subject_id": datasets.Value("string"),
+        "name": datasets.Value("string"),  # the subject's name, as the QA rows' `queried` spell it
+        "language": datasets.Value("string"),
+        "clip_id": datasets.Value("string"),  # the corpus utterance id (as in the QA rows' `source_clips`)
+        "audio": datasets.Audio(sampling_rate=TARGET_SR),
+        "duration": datasets.Value("float32"),
+        "transcript": datasets.Value("string"),
+    }
+)
 
 
 def enrollment_clips(plan: BuildPlan) -> list[tuple[str, Utterance]]:
@@ -50,12 +52,18 @@ def enrollment_clips(plan: BuildPlan) -> list[tuple[str, Utterance]]:
     by subject id then clip id (negative-pool speakers are not subjects and are left out)."""
     train = plan.splits.get(SPLIT)
     if train is None:
-        raise DataError(plan.corpus.root, "the build plan has no clip split; it was made without "
-                        "palm_bench.plan.make_plan", field="splits")
+        raise DataError(
+            plan.corpus.root,
+            "the build plan has no clip split; it was made without palm_bench.plan.make_plan",
+            field="splits",
+        )
     speakers = plan.corpus.speakers
-    return [(speakers[sid].name or "", clip)
-            for sid in sorted(train) if speakers[sid].role == "subject"
-            for clip in sorted(train[sid], key=lambda u: u.id)]
+    return [
+        (speakers[sid].name or "", clip)
+        for sid in sorted(train)
+        if speakers[sid].role == "subject"
+        for clip in sorted(train[sid], key=lambda u: u.id)
+    ]
 
 
 def check_no_leak(enrollment_ids: Iterable[str], test_source_clips: Iterable[Iterable[str]], where) -> None:
@@ -64,8 +72,12 @@ def check_no_leak(enrollment_ids: Iterable[str], test_source_clips: Iterable[Ite
     enrolled = set(enrollment_ids)
     leaked = sorted({c for clips in test_source_clips for c in clips if c in enrolled})
     if leaked:
-        raise DataError(where, f"{len(leaked)} enrollment clip(s) are also in test rows: "
-                        f"{', '.join(leaked[:5])}{' …' if len(leaked) > 5 else ''}", field="clip_id")
+        raise DataError(
+            where,
+            f"{len(leaked)} enrollment clip(s) are also in test rows: "
+            f"{', '.join(leaked[:5])}{' …' if len(leaked) > 5 else ''}",
+            field="clip_id",
+        )
 
 
 class PalmEnrollment(BenchBuilder):
@@ -73,15 +85,19 @@ class PalmEnrollment(BenchBuilder):
     plan as the QA configs' builders); without ``plan`` it plans from the config."""
 
     BUILDER_CONFIG_CLASS = PalmBenchConfig
-    BUILDER_CONFIGS = [PalmBenchConfig(name=CONFIG, tasks=(),
-                                       description="PALM-Bench enrollment: subjects' train-split clips")]
+    BUILDER_CONFIGS = [
+        PalmBenchConfig(name=CONFIG, tasks=(), description="PALM-Bench enrollment: subjects' train-split clips")
+    ]
     DEFAULT_CONFIG_NAME = CONFIG
     DEFAULT_WRITER_BATCH_SIZE = 64
 
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(
             description="PALM-Bench enrollment clips: each subject's train-split utterances, with transcripts",
-            features=FEATURES, citation=CITATION, license="see the corpus licence")
+            features=FEATURES,
+            citation=CITATION,
+            license="see the corpus licence",
+        )
 
     def make_plan(self) -> BuildPlan:
         return plan_for(self.config)
@@ -89,8 +105,9 @@ class PalmEnrollment(BenchBuilder):
     def _split_generators(self, dl_manager):
         plan = self.plan
         clips = enrollment_clips(plan)
-        check_no_leak((c.id for _, c in clips), ([c.id for c in a.clips] for a in plan.audios.get("test", [])),
-                      plan.corpus.root)
+        check_no_leak(
+            (c.id for _, c in clips), ([c.id for c in a.clips] for a in plan.audios.get("test", [])), plan.corpus.root
+        )
         # positions in enrollment_clips(plan) as a list: num_proc > 1 writes contiguous runs of it
         return [datasets.SplitGenerator(name=datasets.Split.TRAIN, gen_kwargs={"clips": list(range(len(clips)))})]
 
@@ -106,8 +123,17 @@ class PalmEnrollment(BenchBuilder):
 
         # decoding dominates: a few threads decode and encode ahead of the writer, rows stay in order
         for index, ((name, clip), (data, duration)) in enumerate(
-                prefetched(lambda item: encoded(item[1]), clips, window=PREFETCH)):
-            yield datasets.builder.Key(0, index), {
-                "subject_id": clip.speaker, "name": name, "language": clip.language, "clip_id": clip.id,
-                "audio": {"bytes": data, "path": f"{clip.id}.{fmt}"}, "duration": duration,
-                "transcript": clip.text}
+            prefetched(lambda item: encoded(item[1]), clips, window=PREFETCH)
+        ):
+            yield (
+                datasets.builder.Key(0, index),
+                {
+                    "subject_id": clip.speaker,
+                    "name": name,
+                    "language": clip.language,
+                    "clip_id": clip.id,
+                    "audio": {"bytes": data, "path": f"{clip.id}.{fmt}"},
+                    "duration": duration,
+                    "transcript": clip.text,
+                },
+            )

@@ -34,19 +34,31 @@ EMBEDDED_NOTE = (
     "(12 English, 6 Mandarin) and 14 negative-pool voices rendered by lalm-eval with Debian's "
     "espeak-ng, flite and festival voices (some pitch/tempo-shifted), from text written for the "
     "project. Profiles and human descriptions are authored; acoustic descriptions are measured "
-    "from the audio. Use it to exercise pipelines and compare systems; it is not natural speech.")
-EMBEDDED_LICENCE = ("Text, profiles and rendered audio: written and rendered for lalm-eval (same "
-                    "licence as the package). Voices: espeak-ng (GPL-3.0), flite and festival "
-                    "voices (BSD-style CMU/Edinburgh licences).")
+    "from the audio. Use it to exercise pipelines and compare systems; it is not natural speech."
+)
+EMBEDDED_LICENCE = (
+    "Text, profiles and rendered audio: written and rendered for lalm-eval (same "
+    "licence as the package). Voices: espeak-ng (GPL-3.0), flite and festival "
+    "voices (BSD-style CMU/Edinburgh licences)."
+)
 CORPUS_LICENCE = {
     "ncssd": "Built from NCSSD (CC-BY-NC-4.0, gated): non-commercial use; cite the NCSSD authors.",
     "folder": "Built from a user-supplied corpus: its licence applies.",
 }
 
 
-def build(out_dir: str | Path, cfg: BuildConfig, corpus: str = "embedded", corpus_dir: str | None = None,
-          corpus_options: dict | None = None, work_dir: str | Path | None = None,
-          tasks: tuple[str, ...] = TASKS, repo_id: str | None = None, llm=None, num_proc: int | None = None) -> dict:
+def build(
+    out_dir: str | Path,
+    cfg: BuildConfig,
+    corpus: str = "embedded",
+    corpus_dir: str | None = None,
+    corpus_options: dict | None = None,
+    work_dir: str | Path | None = None,
+    tasks: tuple[str, ...] = TASKS,
+    repo_id: str | None = None,
+    llm=None,
+    num_proc: int | None = None,
+) -> dict:
     """Build, export and describe; returns the ``build_info`` dictionary. ``llm`` (a
     :class:`lalm_eval.llm.TextLLM`) writes the profiles of subjects that have none. ``num_proc``
     renders each split in that many processes (same shards for any value)."""
@@ -56,8 +68,7 @@ def build(out_dir: str | Path, cfg: BuildConfig, corpus: str = "embedded", corpu
     check_num_proc(num_proc)  # before planning
     out_dir, t0 = Path(out_dir), time.perf_counter()
     work = Path(work_dir) if work_dir else None
-    plan = make_plan(cfg, corpus=corpus, corpus_dir=corpus_dir, corpus_options=corpus_options, work_dir=work,
-                     llm=llm)
+    plan = make_plan(cfg, corpus=corpus, corpus_dir=corpus_dir, corpus_options=corpus_options, work_dir=work, llm=llm)
     t_plan = time.perf_counter()
     planned = {a.task for audios in plan.audios.values() for a in audios}
     empty = [t for t in tasks if t not in planned]
@@ -67,8 +78,16 @@ def build(out_dir: str | Path, cfg: BuildConfig, corpus: str = "embedded", corpu
     def make_builder(config: str, cache_dir: str):
         cls = PalmEnrollment if config == ENROLLMENT else PalmBench
         # planned once for all configs (same seed, same plan), handed to each builder
-        return cls(config_name=config, cache_dir=cache_dir, plan=plan, build=cfg, corpus=corpus,
-                   corpus_dir=corpus_dir, corpus_options=corpus_options or {}, work_dir=str(work) if work else None)
+        return cls(
+            config_name=config,
+            cache_dir=cache_dir,
+            plan=plan,
+            build=cfg,
+            corpus=corpus,
+            corpus_dir=corpus_dir,
+            corpus_options=corpus_options or {},
+            work_dir=str(work) if work else None,
+        )
 
     def statistics(built: dict) -> dict:
         enrollment = built.get(ENROLLMENT)
@@ -88,10 +107,18 @@ def build(out_dir: str | Path, cfg: BuildConfig, corpus: str = "embedded", corpu
         files[ENROLLMENT] = enrollment_files
     card = render_card("palm.md.j2", _card_context(plan, cfg, files, stats, corpus, repo_id, out_dir))
     info = {
-        "config": cfg.to_dict(), "corpus": corpus, "corpus_dir": corpus_dir, "stats": stats,
-        "plan": plan.stats, "empty_configs": empty, "llm": llm.settings if llm is not None else None,
-        "seconds": {"plan": round(t_plan - t0, 2), "generate_and_export": round(t_export - t_plan, 2),
-                    "total": round(time.perf_counter() - t0, 2)},
+        "config": cfg.to_dict(),
+        "corpus": corpus,
+        "corpus_dir": corpus_dir,
+        "stats": stats,
+        "plan": plan.stats,
+        "empty_configs": empty,
+        "llm": llm.settings if llm is not None else None,
+        "seconds": {
+            "plan": round(t_plan - t0, 2),
+            "generate_and_export": round(t_export - t_plan, 2),
+            "total": round(time.perf_counter() - t0, 2),
+        },
     }
     info = finish_folder(out_dir, card, info)
     qa_bytes = sum((out_dir / rel).stat().st_size for rel in info["shards"] if not rel.startswith(f"{ENROLLMENT}/"))
@@ -107,30 +134,47 @@ def _split_rows(datasets_by_task: dict, split: str):
 
 def _enrollment_stats(rows, built: dict, where) -> dict:
     """Counts of the ``enrollment`` rows, after the leak check against every test row."""
-    check_no_leak(rows["clip_id"], (clips for dd in built.values() if "test" in dd
-                                    for clips in dd["test"]["source_clips"]), where)
-    return {"clips": len(rows), "subjects": len(set(rows["subject_id"])),
-            "hours": round(sum(rows["duration"]) / 3600, 3)}
+    check_no_leak(
+        rows["clip_id"], (clips for dd in built.values() if "test" in dd for clips in dd["test"]["source_clips"]), where
+    )
+    return {
+        "clips": len(rows),
+        "subjects": len(set(rows["subject_id"])),
+        "hours": round(sum(rows["duration"]) / 3600, 3),
+    }
 
 
-def _card_context(plan, cfg: BuildConfig, files: dict, stats: dict, corpus: str, repo_id: str | None,
-                  out_dir) -> dict:
+def _card_context(plan, cfg: BuildConfig, files: dict, stats: dict, corpus: str, repo_id: str | None, out_dir) -> dict:
     languages = sorted({a.language for audios in plan.audios.values() for a in audios})
     return {
         "configs_yaml": front_matter(
-            files, root=out_dir, default_config="recognition" if "recognition" in files else next(iter(files)),
-            license="other", language=languages,
+            files,
+            root=out_dir,
+            default_config="recognition" if "recognition" in files else next(iter(files)),
+            license="other",
+            language=languages,
             task_categories=["audio-classification", "automatic-speech-recognition", "question-answering"],
-            tags=["speaker-recognition", "personalization", "audio-language-models", "synthetic"
-                  if corpus == "embedded" else "speech"],
-            pretty_name="PALM-Bench"),
+            tags=[
+                "speaker-recognition",
+                "personalization",
+                "audio-language-models",
+                "synthetic" if corpus == "embedded" else "speech",
+            ],
+            pretty_name="PALM-Bench",
+        ),
         "corpus_name": "embedded corpus" if corpus == "embedded" else corpus,
         "corpus_note": EMBEDDED_NOTE if corpus == "embedded" else f"Built from the `{corpus}` corpus.",
         "licence_note": EMBEDDED_LICENCE if corpus == "embedded" else CORPUS_LICENCE.get(corpus, ""),
-        "stats": stats, "plan": plan.stats, "encoder": plan.stats["encoder"], "features": feature_rows(FEATURES),
-        "enrollment": stats.get("enrollment"), "enrollment_features": feature_rows(ENROLLMENT_FEATURES),
-        "audio_format": cfg.audio_format, "templates_per_audio": cfg.templates_per_audio,
+        "stats": stats,
+        "plan": plan.stats,
+        "encoder": plan.stats["encoder"],
+        "features": feature_rows(FEATURES),
+        "enrollment": stats.get("enrollment"),
+        "enrollment_features": feature_rows(ENROLLMENT_FEATURES),
+        "audio_format": cfg.audio_format,
+        "templates_per_audio": cfg.templates_per_audio,
         "build_yaml": yaml.safe_dump(cfg.to_dict(), sort_keys=False, allow_unicode=True).rstrip(),
-        "repo_id": repo_id or DEFAULT_OUT, "citation": CITATION,
+        "repo_id": repo_id or DEFAULT_OUT,
+        "citation": CITATION,
         "default_config": "recognition" if "recognition" in files else next(iter(files)),
     }

@@ -44,8 +44,10 @@ def split_spec(spec: str) -> tuple[str, str]:
     """``"NAME:k=v,k=v"`` → ``("NAME", "k=v,k=v")`` (the model args may contain ``:``, e.g. URLs)."""
     name, _, args = str(spec).strip().partition(":")
     if not name or "=" in name:
-        raise ConfigError(f"description_model {spec!r}: must look like MODEL[:key=value,...], e.g. "
-                          "openai_audio:model=M,base_url=http://127.0.0.1:8000/v1 or qwen2_audio:pretrained=DIR")
+        raise ConfigError(
+            f"description_model {spec!r}: must look like MODEL[:key=value,...], e.g. "
+            "openai_audio:model=M,base_url=http://127.0.0.1:8000/v1 or qwen2_audio:pretrained=DIR"
+        )
     return name.strip(), args.strip()
 
 
@@ -68,8 +70,11 @@ def reference_audio(clips: list[Utterance], max_seconds: float, silence_s: float
 
 
 def prompt_hashes() -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-            for stem in PROMPTS.values() for p in sorted(PROMPTS_DIR.glob(f"{stem}.*.j2"))}
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for stem in PROMPTS.values()
+        for p in sorted(PROMPTS_DIR.glob(f"{stem}.*.j2"))
+    }
 
 
 def build_description_adapter(spec: str, work_dir: Path | None):
@@ -85,8 +90,9 @@ def build_description_adapter(spec: str, work_dir: Path | None):
     return CachedAdapter(adapter, ResponseCache(cache_dir / "responses.sqlite")), adapter
 
 
-def model_descriptions(cfg, corpus: Corpus, references: dict[str, list[Utterance]],
-                       work_dir: Path | None = None, adapter=None) -> tuple[dict[str, dict[str, str]], dict]:
+def model_descriptions(
+    cfg, corpus: Corpus, references: dict[str, list[Utterance]], work_dir: Path | None = None, adapter=None
+) -> tuple[dict[str, dict[str, str]], dict]:
     """``({subject: {"ad", "hd"}}, what to record)`` written by ``cfg.description_model`` (or by
     ``adapter``, an already built one) from each subject's train-split reference audio."""
     spec = cfg.description_model
@@ -102,29 +108,49 @@ def model_descriptions(cfg, corpus: Corpus, references: dict[str, list[Utterance
         speaker = corpus.speakers[sid]
         for kind, stem in PROMPTS.items():
             text = str(_prompt(stem, speaker.language, {"name": speaker.name or sid})).strip()
-            requests.append(Request(task=TASK, doc_id=f"{sid}:{kind}", audios=(audio,),
-                                    messages=({"role": "user", "content": [{"type": "audio"},
-                                                                            {"type": "text", "text": text}]},),
-                                    gen_kwargs=dict(cfg.description_gen_kwargs)))
+            requests.append(
+                Request(
+                    task=TASK,
+                    doc_id=f"{sid}:{kind}",
+                    audios=(audio,),
+                    messages=({"role": "user", "content": [{"type": "audio"}, {"type": "text", "text": text}]},),
+                    gen_kwargs=dict(cfg.description_gen_kwargs),
+                )
+            )
     responses = adapter.generate(requests, batch_size=1) if requests else []
     out: dict[str, dict[str, str]] = {}
     for request, response in zip(requests, responses):
         sid, kind = request.doc_id.split(":")
         if response.text is None:
-            raise DataError(f"subject {sid}", f"--description-model {split_spec(spec)[0]} failed to write the "
-                            f"{kind.upper()}: {response.error}", field="description_model")
+            raise DataError(
+                f"subject {sid}",
+                f"--description-model {split_spec(spec)[0]} failed to write the {kind.upper()}: {response.error}",
+                field="description_model",
+            )
         text = strip_thinking(response.text)
         if not text:
-            raise DataError(f"subject {sid}", f"--description-model {split_spec(spec)[0]} wrote an empty "
-                            f"{kind.upper()} (reply began {response.text[:200]!r})", field="description_model")
+            raise DataError(
+                f"subject {sid}",
+                f"--description-model {split_spec(spec)[0]} wrote an empty "
+                f"{kind.upper()} (reply began {response.text[:200]!r})",
+                field="description_model",
+            )
         out.setdefault(sid, {})[kind] = text
     from lalm_eval.cli import redact_model_args
 
     name, args = split_spec(spec)
-    info = {"ad": "model", "hd": "model", "model": name, "model_args": redact_model_args(args),
-            "identity": _jsonable(inner.identity()), "gen_kwargs": dict(cfg.description_gen_kwargs),
-            "prompts": prompt_hashes(), "reference_clips": used,
-            "cached": sum(bool(r.cached) for r in responses), "generated": sum(not r.cached for r in responses)}
+    info = {
+        "ad": "model",
+        "hd": "model",
+        "model": name,
+        "model_args": redact_model_args(args),
+        "identity": _jsonable(inner.identity()),
+        "gen_kwargs": dict(cfg.description_gen_kwargs),
+        "prompts": prompt_hashes(),
+        "reference_clips": used,
+        "cached": sum(bool(r.cached) for r in responses),
+        "generated": sum(not r.cached for r in responses),
+    }
     return out, info
 
 

@@ -36,15 +36,16 @@ class NegativePool:
         self.cut_points = cut_points  # subject id -> the three cosine cut points used
         self.fallbacks = 0  # picks that had to leave the requested stratum
 
-    def pick(self, subject_id: str, stratum: str, exclude_speakers: set[str],
-             rng: np.random.Generator) -> Candidate:
+    def pick(self, subject_id: str, stratum: str, exclude_speakers: set[str], rng: np.random.Generator) -> Candidate:
         """A candidate of ``stratum`` whose speaker is not excluded; when that stratum has none
         left, the nearest stratum (counted in :attr:`fallbacks`)."""
         pool = [c for c in self.candidates[subject_id] if c.clip.speaker not in exclude_speakers]
         if not pool:
-            raise ConfigError(f"no negative candidate left for subject {subject_id!r} outside speakers "
-                              f"{sorted(exclude_speakers)}: the scene mix needs more voices of its language "
-                              "(see palm_bench.scene_needs)")
+            raise ConfigError(
+                f"no negative candidate left for subject {subject_id!r} outside speakers "
+                f"{sorted(exclude_speakers)}: the scene mix needs more voices of its language "
+                "(see palm_bench.scene_needs)"
+            )
         want = STRATA.index(stratum)
         for distance in range(len(STRATA)):
             for idx in (want - distance, want + distance):
@@ -62,7 +63,9 @@ def stratum_of(similarity: float, cuts: list[float]) -> str:
     return STRATA[len(STRATA) - 1 - rank]
 
 
-def reference_embeddings(subject_clips: dict[str, list[Utterance]], embeddings: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def reference_embeddings(
+    subject_clips: dict[str, list[Utterance]], embeddings: dict[str, np.ndarray]
+) -> dict[str, np.ndarray]:
     refs = {}
     for subject_id, clips in subject_clips.items():
         mean = np.mean([embeddings[c.id] for c in clips], axis=0)
@@ -77,17 +80,28 @@ def embed_clips(encoder: SpeakerEncoder, clips: list[Utterance]) -> dict[str, np
     return {c.id: e for c, e in zip(ordered, embs)}
 
 
-def build_pool(corpus: Corpus, split_clips: dict[str, list[Utterance]], references: dict[str, np.ndarray],
-               embeddings: dict[str, np.ndarray], strata_config: dict) -> NegativePool:
+def build_pool(
+    corpus: Corpus,
+    split_clips: dict[str, list[Utterance]],
+    references: dict[str, np.ndarray],
+    embeddings: dict[str, np.ndarray],
+    strata_config: dict,
+) -> NegativePool:
     """Grade every other-speaker clip of ``split_clips`` against each subject's reference."""
     candidates, cut_points = {}, {}
     for subject_id, ref in sorted(references.items()):
         language = corpus.speakers[subject_id].language
-        clips = [c for speaker_id, cs in sorted(split_clips.items()) for c in cs
-                 if speaker_id != subject_id and corpus.speakers[speaker_id].language == language]
+        clips = [
+            c
+            for speaker_id, cs in sorted(split_clips.items())
+            for c in cs
+            if speaker_id != subject_id and corpus.speakers[speaker_id].language == language
+        ]
         if not clips:  # check_speaker_counts stops a build before this; a clear error all the same
-            raise ConfigError(f"subject {subject_id!r} ({language}): no clip of another {language} speaker in "
-                              "this split, so no negative candidates (add voices of that language)")
+            raise ConfigError(
+                f"subject {subject_id!r} ({language}): no clip of another {language} speaker in "
+                "this split, so no negative candidates (add voices of that language)"
+            )
         sims = np.array([float(embeddings[c.id] @ ref) for c in clips])
         if strata_config["method"] == "quantile":
             cuts = [float(q) for q in np.quantile(sims, strata_config["edges"])]

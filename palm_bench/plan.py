@@ -55,26 +55,45 @@ class BuildPlan:
         speakers = self.corpus.speakers
         target = speakers[plan.target]
         name = lambda sid: speakers[sid].name or ""  # noqa: E731 - negatives have no name
-        span_rows = [{"speaker_id": s.speaker, "name": name(s.speaker), "clip_id": s.clip,
-                      "start": round(s.start, 3), "end": round(s.end, 3)} for s in spans]
+        span_rows = [
+            {
+                "speaker_id": s.speaker,
+                "name": name(s.speaker),
+                "clip_id": s.clip,
+                "start": round(s.start, 3),
+                "end": round(s.end, 3),
+            }
+            for s in spans
+        ]
         for j, qa in enumerate(plan.qas):
             worst = _hardest(plan.negatives, qa.absent)
             label = "positive" if not qa.absent else "negative" if not qa.present else "mixed"
             yield {
-                "id": f"{plan.key}-{j}", "audio_id": plan.key, "task": plan.task, "language": plan.language,
-                "duration": round(duration, 3), "question": qa.question, "answer": qa.answer,
-                "template_id": qa.template_id, "n_speakers": len(plan.clips),
-                "target": target.name or "", "target_id": plan.target,
-                "queried": [name(s) for s in qa.queried], "queried_ids": list(qa.queried),
-                "present": [name(s) for s in qa.present], "absent": [name(s) for s in qa.absent],
+                "id": f"{plan.key}-{j}",
+                "audio_id": plan.key,
+                "task": plan.task,
+                "language": plan.language,
+                "duration": round(duration, 3),
+                "question": qa.question,
+                "answer": qa.answer,
+                "template_id": qa.template_id,
+                "n_speakers": len(plan.clips),
+                "target": target.name or "",
+                "target_id": plan.target,
+                "queried": [name(s) for s in qa.queried],
+                "queried_ids": list(qa.queried),
+                "present": [name(s) for s in qa.present],
+                "absent": [name(s) for s in qa.absent],
                 "label": label,
                 "negative_stratum": worst["stratum"] if worst else "",
                 "negative_similarity": worst["similarity"] if worst else None,
                 "negatives": plan.negatives,
                 "augmentation": json.dumps(plan.augmentation, sort_keys=True) if plan.augmentation else "",
-                "source_clips": [c.id for c in plan.clips], "speakers": span_rows,
-                "subjects": [{"id": s, "name": name(s), **self.descriptions.get(s, {"hd": "", "ad": ""})}
-                             for s in qa.queried],
+                "source_clips": [c.id for c in plan.clips],
+                "speakers": span_rows,
+                "subjects": [
+                    {"id": s, "name": name(s), **self.descriptions.get(s, {"hd": "", "ad": ""})} for s in qa.queried
+                ],
                 "profile": format_profile(target.profile, plan.language) if plan.task == "reasoning" else "",
                 "evidence": [{"field": f, "value": v} for f, v in plan.evidence.items()],
                 "caption_reference": qa.reference,
@@ -122,8 +141,14 @@ def fill_missing_profiles(data: Corpus, llm, work_dir: Path | None) -> tuple[Cor
     return dataclasses.replace(data, speakers=speakers), len(profiles)
 
 
-def make_plan(cfg: BuildConfig, corpus: str = "embedded", corpus_dir: str | None = None,
-              corpus_options: dict | None = None, work_dir: Path | None = None, llm=None) -> BuildPlan:
+def make_plan(
+    cfg: BuildConfig,
+    corpus: str = "embedded",
+    corpus_dir: str | None = None,
+    corpus_options: dict | None = None,
+    work_dir: Path | None = None,
+    llm=None,
+) -> BuildPlan:
     """``llm`` (a :class:`lalm_eval.llm.TextLLM`) writes profiles for subjects that lack one;
     without it such subjects get no reasoning samples (counted in ``stats``)."""
     t0 = time.perf_counter()
@@ -135,13 +160,20 @@ def make_plan(cfg: BuildConfig, corpus: str = "embedded", corpus_dir: str | None
     for sid in sorted(with_clips - keep):
         dropped.setdefault(data.speakers[sid].language, []).append(sid)
     for language, ids in sorted(dropped.items()):
-        log.warning("%d speaker(s) of language %r left out (languages=%s): %s", len(ids), language,
-                    list(cfg.languages), ", ".join(ids))
+        log.warning(
+            "%d speaker(s) of language %r left out (languages=%s): %s",
+            len(ids),
+            language,
+            list(cfg.languages),
+            ", ".join(ids),
+        )
     if not any(s.id in keep for s in data.subjects()):
-        raise ConfigError(f"no subject left in languages {list(cfg.languages)}: the corpus has subjects in "
-                          f"{sorted({s.language for s in data.subjects()}) or 'no language'} "
-                          f"(PALM-Bench's templates exist for en and zh; set --set 'languages=[en]' or give "
-                          "speakers a 'language' in speakers.yaml)")
+        raise ConfigError(
+            f"no subject left in languages {list(cfg.languages)}: the corpus has subjects in "
+            f"{sorted({s.language for s in data.subjects()}) or 'no language'} "
+            f"(PALM-Bench's templates exist for en and zh; set --set 'languages=[en]' or give "
+            "speakers a 'language' in speakers.yaml)"
+        )
     data = dataclasses.replace(data, utterances=[u for u in data.utterances if u.speaker in keep])
     speaker_counts = check_speaker_counts(data, cfg, keep)
     splits = split_clips(data, cfg.test_fraction, cfg.seed)
@@ -153,8 +185,11 @@ def make_plan(cfg: BuildConfig, corpus: str = "embedded", corpus_dir: str | None
     references = {s: splits["train"][s] for s in subjects}
     ads = acoustic_descriptions(data, references, work_dir, cfg.ad_max_seconds)
     if llm is not None:
-        hds.update(llm_human_descriptions(data, references, llm, sorted(s for s in subjects if not hds.get(s)),
-                                          work_dir, cfg.ad_max_seconds))
+        hds.update(
+            llm_human_descriptions(
+                data, references, llm, sorted(s for s in subjects if not hds.get(s)), work_dir, cfg.ad_max_seconds
+            )
+        )
     if cfg.description_model:  # the paper's setting: HD and AD written by an audio model (Table 23)
         from palm_bench.model_descriptions import model_descriptions
 
@@ -164,8 +199,10 @@ def make_plan(cfg: BuildConfig, corpus: str = "embedded", corpus_dir: str | None
     else:
         description_info = {"ad": "measured", "hd": "data" if llm is None else "data, else text LLM"}
     descriptions = {s: {"hd": hds.get(s, ""), "ad": ads.get(s, "")} for s in subjects}
-    audios, stats = {}, {"encoder": encoder.name, "strata_fallbacks": {}, "cut_points": {},
-                         "descriptions": description_info}
+    audios, stats = (
+        {},
+        {"encoder": encoder.name, "strata_fallbacks": {}, "cut_points": {}, "descriptions": description_info},
+    )
     for split in SPLITS:
         pool = build_pool(data, splits[split], refs, embeddings, cfg.negative_strata)
         planner = SplitPlanner(data, cfg, split, splits[split], pool)
@@ -175,21 +212,25 @@ def make_plan(cfg: BuildConfig, corpus: str = "embedded", corpus_dir: str | None
         stats["cut_points"][split] = {s: [round(c, 4) for c in cuts] for s, cuts in pool.cut_points.items()}
     from palm_bench.caption_references import apply_caption_references
 
-    stats["caption_reference"] = apply_caption_references(audios, data, cfg.caption_reference, llm, work_dir,
-                                                          cfg.seed)
+    stats["caption_reference"] = apply_caption_references(audios, data, cfg.caption_reference, llm, work_dir, cfg.seed)
     stats["skipped_source_items"] = data.n_skipped
     from palm_bench.corpus_info import _relative
 
     stats["skipped_source"] = skip_records(data.skips, lambda item: _relative(item, data.root))
-    stats["dropped_speakers"] = {lang: {"speakers": ids, "reason": f"language not in languages {list(cfg.languages)}"}
-                                 for lang, ids in sorted(dropped.items())}
+    stats["dropped_speakers"] = {
+        lang: {"speakers": ids, "reason": f"language not in languages {list(cfg.languages)}"}
+        for lang, ids in sorted(dropped.items())
+    }
     stats["speakers_per_language"] = speaker_counts
     stats["generated_profiles"] = n_generated
     stats["subjects_without_hd"] = sorted(s for s in subjects if not descriptions[s]["hd"])
     stats["subjects_without_profile"] = sorted(s.id for s in data.subjects() if s.id in keep and not s.profile)
     if stats["subjects_without_profile"]:
-        log.warning("no profile for %d subject(s) %s: their reasoning samples are skipped (pass an LLM to "
-                    "generate profiles)", len(stats["subjects_without_profile"]), stats["subjects_without_profile"])
+        log.warning(
+            "no profile for %d subject(s) %s: their reasoning samples are skipped (pass an LLM to generate profiles)",
+            len(stats["subjects_without_profile"]),
+            stats["subjects_without_profile"],
+        )
     stats["plan_seconds"] = round(time.perf_counter() - t0, 2)
     log.info("planned %s audios (%s)", {k: len(v) for k, v in audios.items()}, stats["encoder"])
     return BuildPlan(cfg, data, audios, descriptions, stats, splits=splits)

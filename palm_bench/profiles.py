@@ -31,8 +31,13 @@ MAX_HD_CHARS = 1500
 def _environment():
     import jinja2
 
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(PROMPTS_DIR)), undefined=jinja2.StrictUndefined,
-                              autoescape=False, trim_blocks=True, lstrip_blocks=True)
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(PROMPTS_DIR)),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
 
 
 def _prompt(kind: str, language: str, context: dict):
@@ -59,8 +64,9 @@ def validate_profile(obj) -> dict:
     missing = [f for f in PROFILE_FIELDS if f not in obj]
     extra = sorted(set(obj) - set(PROFILE_FIELDS))
     if missing or extra:
-        raise ReplyInvalid(f"missing {missing}, unexpected {extra}; need exactly {list(PROFILE_FIELDS)}",
-                       (missing or extra)[0])
+        raise ReplyInvalid(
+            f"missing {missing}, unexpected {extra}; need exactly {list(PROFILE_FIELDS)}", (missing or extra)[0]
+        )
     age = obj["age"]
     if isinstance(age, float) and age.is_integer():
         age = int(age)
@@ -88,8 +94,13 @@ def validate_description(obj) -> str:
     return text
 
 
-def generate_profiles(llm: TextLLM, speakers: list[Speaker], transcripts: dict[str, list[str]],
-                      language: str | None = None, max_transcript_chars: int = 60000) -> dict[str, dict]:
+def generate_profiles(
+    llm: TextLLM,
+    speakers: list[Speaker],
+    transcripts: dict[str, list[str]],
+    language: str | None = None,
+    max_transcript_chars: int = 60000,
+) -> dict[str, dict]:
     """One validated PALM Table 11 profile per speaker, inferred from their transcripts only.
 
     ``language`` (``en``/``zh``) selects the prompt and the language of the values; ``None``
@@ -106,14 +117,26 @@ def generate_profiles(llm: TextLLM, speakers: list[Speaker], transcripts: dict[s
                 break
             kept.append(line)
             total += len(line)
-        prompts[sp.id] = _prompt("profile_generation", language or sp.language, {
-            "name": sp.name or sp.name_latin or sp.id, "gender": sp.gender or "", "transcripts": kept,
-            "interest_fields": list(INTEREST_FIELDS)})
+        prompts[sp.id] = _prompt(
+            "profile_generation",
+            language or sp.language,
+            {
+                "name": sp.name or sp.name_latin or sp.id,
+                "gender": sp.gender or "",
+                "transcripts": kept,
+                "interest_fields": list(INTEREST_FIELDS),
+            },
+        )
     return ask_json(llm, prompts, validate_profile, "generated profile for speaker")
 
 
-def generate_human_descriptions(llm: TextLLM, speakers: list[Speaker], measurements: dict[str, VoiceMeasurements],
-                                language: str | None = None, notes: dict[str, str] | None = None) -> dict[str, str]:
+def generate_human_descriptions(
+    llm: TextLLM,
+    speakers: list[Speaker],
+    measurements: dict[str, VoiceMeasurements],
+    language: str | None = None,
+    notes: dict[str, str] | None = None,
+) -> dict[str, str]:
     """A 3–5 sentence perceptual description (Table 22 HD style) per speaker.
 
     ``measurements`` (from :func:`palm_bench.acoustic.measure_voice`) are the evidence the
@@ -125,7 +148,14 @@ def generate_human_descriptions(llm: TextLLM, speakers: list[Speaker], measureme
         if sp.id not in measurements:
             raise DataError("measurements", f"no voice measurements for speaker {sp.id!r}", field=sp.id)
         lang = language or sp.language
-        prompts[sp.id] = _prompt("human_description", lang, {
-            "name": sp.name or sp.name_latin or sp.id, "gender": sp.gender or "",
-            "m": description_context(measurements[sp.id], lang), "notes": (notes or {}).get(sp.id, "")})
+        prompts[sp.id] = _prompt(
+            "human_description",
+            lang,
+            {
+                "name": sp.name or sp.name_latin or sp.id,
+                "gender": sp.gender or "",
+                "m": description_context(measurements[sp.id], lang),
+                "notes": (notes or {}).get(sp.id, ""),
+            },
+        )
     return ask_json(llm, prompts, validate_description, "generated human description for speaker")

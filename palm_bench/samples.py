@@ -67,8 +67,7 @@ def reasoning_evidence() -> dict:
 
 def templates(kind: str, language: str, group: str | None = None) -> list[Template]:
     excluded = answer_data().get("excluded_templates", {})
-    return [t for t in load_templates(kind, language) if t.id not in excluded
-            and (group is None or t.group == group)]
+    return [t for t in load_templates(kind, language) if t.id not in excluded and (group is None or t.group == group)]
 
 
 def multi_groups(language: str) -> dict[int, list[tuple[str, bool]]]:
@@ -97,8 +96,9 @@ def _words(text: str, language: str) -> set[str]:
 class SplitPlanner:
     """Plans one split: ``plan()`` returns its :class:`AudioPlan` list in a fixed order."""
 
-    def __init__(self, corpus: Corpus, cfg: BuildConfig, split: str,
-                 clips: dict[str, list[Utterance]], pool: NegativePool):
+    def __init__(
+        self, corpus: Corpus, cfg: BuildConfig, split: str, clips: dict[str, list[Utterance]], pool: NegativePool
+    ):
         self.corpus, self.cfg, self.split, self.clips, self.pool = corpus, cfg, split, clips, pool
         self.subjects = sorted(s.id for s in corpus.subjects() if s.language in cfg.languages and s.id in clips)
         self._stratum_turn = 0  # cycles hard → easy over every graded distractor of the split
@@ -125,8 +125,10 @@ class SplitPlanner:
             self.skipped_reasoning += self.cfg.reasoning_per_subject[self.split] * (len(subjects) - len(with_profile))
             n_rc = self.cfg.audios_per_subject[self.split] * len(subjects)
             n_rs = self.cfg.reasoning_per_subject[self.split] * len(with_profile)
-            for slots, eligible in ((recognition_captioning_slots(n_rc, self.cfg, multi_groups(language)), subjects),
-                                    (reasoning_slots(n_rs, self.cfg), with_profile)):
+            for slots, eligible in (
+                (recognition_captioning_slots(n_rc, self.cfg, multi_groups(language)), subjects),
+                (reasoning_slots(n_rs, self.cfg), with_profile),
+            ):
                 order = rng.permutation(len(slots))
                 targets = [eligible[j] for j in rng.permutation(len(eligible))]
                 out += [(slots[j], targets[k % len(targets)]) for k, j in enumerate(order)]
@@ -141,8 +143,13 @@ class SplitPlanner:
 
     def _distractor(self, for_subject: str, exclude: set[str], rng) -> tuple[Utterance, dict]:
         cand = self.pool.pick(for_subject, self._next_stratum(), exclude, rng)
-        return cand.clip, {"for_subject": for_subject, "speaker": cand.clip.speaker, "clip": cand.clip.id,
-                           "stratum": cand.stratum, "similarity": round(cand.similarity, 4)}
+        return cand.clip, {
+            "for_subject": for_subject,
+            "speaker": cand.clip.speaker,
+            "clip": cand.clip.id,
+            "stratum": cand.stratum,
+            "similarity": round(cand.similarity, 4),
+        }
 
     def _own_clip(self, subject: str, rng) -> Utterance:
         clips = self.clips[subject]
@@ -152,9 +159,11 @@ class SplitPlanner:
         language = self.corpus.speakers[target].language
         pool = [s for s in self.subjects if s != target and self.corpus.speakers[s].language == language]
         if len(pool) < k:
-            raise ConfigError(f"{language}: a {k + 1}-subject query needs {k + 1} subjects, the corpus has "
-                              f"{len(pool) + 1}; lower the scene sizes (--set 'speaker_count_weights={{...}}') or add "
-                              f"subjects")
+            raise ConfigError(
+                f"{language}: a {k + 1}-subject query needs {k + 1} subjects, the corpus has "
+                f"{len(pool) + 1}; lower the scene sizes (--set 'speaker_count_weights={{...}}') or add "
+                f"subjects"
+            )
         return [pool[j] for j in rng.permutation(len(pool))[:k]]
 
     def _plan_one(self, key: str, slot: Slot, target: str, rng) -> AudioPlan:
@@ -171,8 +180,17 @@ class SplitPlanner:
             clips.append(clip)
             negatives.append(record)
         order = rng.permutation(len(clips))
-        plan = AudioPlan(key, self.split, slot.task, language, target, [clips[j] for j in order],
-                         self._augmentation(slot.target_present, rng), negatives, [])
+        plan = AudioPlan(
+            key,
+            self.split,
+            slot.task,
+            language,
+            target,
+            [clips[j] for j in order],
+            self._augmentation(slot.target_present, rng),
+            negatives,
+            [],
+        )
         plan.qas = self._reasoning_question(plan, question_id) if question_id else self._questions(plan, slot, rng)
         return plan
 
@@ -189,8 +207,17 @@ class SplitPlanner:
             clips.append(clip)
             negatives.append(record)
         order = rng.permutation(len(clips))
-        plan = AudioPlan(key, self.split, slot.task, language, target, [clips[j] for j in order],
-                         self._augmentation(bool(present), rng), negatives, [])
+        plan = AudioPlan(
+            key,
+            self.split,
+            slot.task,
+            language,
+            target,
+            [clips[j] for j in order],
+            self._augmentation(bool(present), rng),
+            negatives,
+            [],
+        )
         names = {s: self.corpus.speakers[s].name for s in queried}
         candidates = [queried[j] for j in rng.permutation(len(queried))]
         # {A}..{D}: the candidate set in random order; the case's present/absent roles ({A}/{B}
@@ -201,8 +228,16 @@ class SplitPlanner:
         for t in self._choose_balanced(group_templates, binding, present, rng):
             qa = render(t, **{ph: names[s] for ph, s in binding.items()})
             asked = self._asked(t, binding, queried)
-            plan.qas.append(QA(t.id, qa.question, qa.answer, asked,
-                               [s for s in asked if s in present], [s for s in asked if s not in present]))
+            plan.qas.append(
+                QA(
+                    t.id,
+                    qa.question,
+                    qa.answer,
+                    asked,
+                    [s for s in asked if s in present],
+                    [s for s in asked if s not in present],
+                )
+            )
         return plan
 
     @staticmethod
@@ -214,6 +249,7 @@ class SplitPlanner:
         """``templates_per_audio`` templates in random order, each pick preferring the row label
         (positive: every asked subject present; negative: none) that the split's recognition rows
         have fewer of, so that labels balance although templates ask about subsets."""
+
         def label(t):
             asked = self._asked(t, binding, [])
             hits = sum(s in present for s in asked)
@@ -235,8 +271,13 @@ class SplitPlanner:
         """The target's clip that shares most words with the question's profile evidence."""
         profile = self.corpus.speakers[target].profile or {}
         fields = reasoning_evidence()[question_id]
-        words = set().union(*(_words(profile_value(profile, f), self.corpus.speakers[target].language)
-                              for f in fields if profile)) if profile else set()
+        words = (
+            set().union(
+                *(_words(profile_value(profile, f), self.corpus.speakers[target].language) for f in fields if profile)
+            )
+            if profile
+            else set()
+        )
         clips = self.clips[target]
         scores = np.array([len(words & _words(c.text, c.language)) for c in clips], dtype=float)
         best = np.flatnonzero(scores == scores.max())
@@ -285,7 +326,15 @@ class SplitPlanner:
             if answer is None:  # captioning with the target present: the transcript is the reference
                 text = next(c.text for c in plan.clips if c.speaker == plan.target)
                 answer = answer_data()["caption_positive"][lang].format(spk=name, text=text)
-            qa_list.append(QA(t.id, qa.question, answer, [plan.target],
-                              [plan.target] if present else [], [] if present else [plan.target],
-                              reference=("transcript" if present else "refusal") if slot.task == "captioning" else ""))
+            qa_list.append(
+                QA(
+                    t.id,
+                    qa.question,
+                    answer,
+                    [plan.target],
+                    [plan.target] if present else [],
+                    [] if present else [plan.target],
+                    reference=("transcript" if present else "refusal") if slot.task == "captioning" else "",
+                )
+            )
         return qa_list

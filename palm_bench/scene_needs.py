@@ -41,15 +41,20 @@ def _slot_need(slot, language: str) -> tuple[int, int, str]:
     n = slot.n_speakers
     if slot.task == "recognition" and slot.group is not None:
         present = templates("multi_speaker", language, slot.group)[0].n_present if slot.target_present else 0
-        return n, 2 * n - present, (f"a {n}-speaker recognition scene querying {n} subjects, {n - present} of "
-                                    "them absent and replaced by other voices")
+        return (
+            n,
+            2 * n - present,
+            (
+                f"a {n}-speaker recognition scene querying {n} subjects, {n - present} of "
+                "them absent and replaced by other voices"
+            ),
+        )
     if slot.target_present:
         return 1, n, f"a {n}-speaker scene with the target"
     return 1, n + 1, f"a {n}-speaker {slot.task} scene without the target ({n} other voices)"
 
 
-def scene_needs(cfg: BuildConfig, language: str, n_subjects: int | None = None,
-                n_profiles: int | None = None) -> Needs:
+def scene_needs(cfg: BuildConfig, language: str, n_subjects: int | None = None, n_profiles: int | None = None) -> Needs:
     """The fewest subjects and voices of ``language`` that every scene of ``cfg`` can be made from.
 
     With ``n_subjects`` (and ``n_profiles``, subjects with a profile; default all) the scenes are
@@ -64,8 +69,11 @@ def scene_needs(cfg: BuildConfig, language: str, n_subjects: int | None = None,
     slots = []
     for split in SPLITS:
         n_rc = cfg.audios_per_subject[split] * n_subjects if n_subjects is not None else 10_000
-        n_rs = cfg.reasoning_per_subject[split] * (n_profiles if n_profiles is not None else n_subjects) \
-            if n_subjects is not None else 10_000
+        n_rs = (
+            cfg.reasoning_per_subject[split] * (n_profiles if n_profiles is not None else n_subjects)
+            if n_subjects is not None
+            else 10_000
+        )
         slots += recognition_captioning_slots(n_rc, cfg, groups) + reasoning_slots(n_rs, cfg)
     needs = [_slot_need(slot, language) for slot in slots] or [(1, 1, "a one-speaker scene")]
     subjects = max(n[0] for n in needs)
@@ -99,20 +107,28 @@ def check_speaker_counts(corpus: Corpus, cfg: BuildConfig, keep: set[str] | None
         profiles = sum(s.role == "subject" and s.language == language and bool(s.profile) for s in speakers)
         voices = sum(s.language == language for s in speakers)
         need = scene_needs(cfg, language, subjects, profiles)
-        report[language] = {"needs_subjects": need.subjects, "needs_speakers": need.speakers,
-                            "subjects": subjects, "speakers": voices}
+        report[language] = {
+            "needs_subjects": need.subjects,
+            "needs_speakers": need.speakers,
+            "subjects": subjects,
+            "speakers": voices,
+        }
         if subjects < need.subjects or voices < need.speakers:
             short.append((language, need, subjects, voices, profiles))
     if short:
         lines = []
         for language, need, subjects, voices, profiles in short:
             lowered = "; ".join(_lower(cfg, language, Needs(subjects, voices, ""), (subjects, profiles)))
-            lines.append(f"{language} has {voices} voice(s) ({subjects} subject(s), {voices - subjects} other), "
-                         f"the mix needs {need.speakers} voices and {need.subjects} subjects ({need.why}); "
-                         f"lower it with {lowered or 'fewer speakers per scene'}, or add voices "
-                         "(role: negative in speakers.yaml)")
-        raise ConfigError("the scene mix (speaker_count_weights="
-                          f"{ {int(k): v for k, v in cfg.speaker_count_weights.items()} }, single_multi_ratio="
-                          f"{list(cfg.single_multi_ratio)}) needs more speakers per language than the corpus has: "
-                          + " | ".join(lines))
+            lines.append(
+                f"{language} has {voices} voice(s) ({subjects} subject(s), {voices - subjects} other), "
+                f"the mix needs {need.speakers} voices and {need.subjects} subjects ({need.why}); "
+                f"lower it with {lowered or 'fewer speakers per scene'}, or add voices "
+                "(role: negative in speakers.yaml)"
+            )
+        raise ConfigError(
+            "the scene mix (speaker_count_weights="
+            f"{ {int(k): v for k, v in cfg.speaker_count_weights.items()} }, single_multi_ratio="
+            f"{list(cfg.single_multi_ratio)}) needs more speakers per language than the corpus has: "
+            + " | ".join(lines)
+        )
     return report

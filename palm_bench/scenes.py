@@ -24,8 +24,9 @@ class Span:
     end: float
 
 
-def compose(plan: AudioPlan, silence_s: float, sr: int = TARGET_SR,
-            load=lambda clip: clip.load_audio()) -> tuple[np.ndarray, list[Span]]:
+def compose(
+    plan: AudioPlan, silence_s: float, sr: int = TARGET_SR, load=lambda clip: clip.load_audio()
+) -> tuple[np.ndarray, list[Span]]:
     """The plan's clips joined by silence, augmented; with each clip's span in seconds."""
     gap = np.zeros(int(round(silence_s * sr)), dtype=np.float32)
     pieces, spans, cursor = [], [], 0

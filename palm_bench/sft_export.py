@@ -53,8 +53,13 @@ FORMATS = ("ms-swift", "llamafactory")
 PALM_TASKS = ("recognition", "captioning", "reasoning")
 STRATEGIES = {"base": "", "hd": "_hd", "hd_cot": "_hd_cot", "ad": "_ad", "ad_cot": "_ad_cot"}
 AUDIO_TAG = "<audio>"
-LLAMAFACTORY_TAGS = {"role_tag": "role", "content_tag": "content", "user_tag": "user",
-                     "assistant_tag": "assistant", "system_tag": "system"}
+LLAMAFACTORY_TAGS = {
+    "role_tag": "role",
+    "content_tag": "content",
+    "user_tag": "user",
+    "assistant_tag": "assistant",
+    "system_tag": "system",
+}
 
 
 def harness_task_names(tasks: tuple[str, ...], strategy: str = "base") -> list[str]:
@@ -65,9 +70,17 @@ def harness_task_names(tasks: tuple[str, ...], strategy: str = "base") -> list[s
     return [f"palm_{t}{STRATEGIES[strategy]}" if t in PALM_TASKS else t for t in tasks]
 
 
-def export_sft(out_dir: str | Path, fmt: str, split: str = "train", dataset: str = "palm-bench",
-               tasks: tuple[str, ...] = ("recognition", "captioning"), strategy: str = "base",
-               cache_dir: str | Path | None = None, limit: int | None = None, include_path=None) -> dict:
+def export_sft(
+    out_dir: str | Path,
+    fmt: str,
+    split: str = "train",
+    dataset: str = "palm-bench",
+    tasks: tuple[str, ...] = ("recognition", "captioning"),
+    strategy: str = "base",
+    cache_dir: str | Path | None = None,
+    limit: int | None = None,
+    include_path=None,
+) -> dict:
     """Write the export (module docstring); returns ``export_info``. ``dataset`` replaces the tasks'
     ``dataset_path`` (the bare name ``palm-bench`` is ``./palm-bench`` or the embedded small preset,
     built once, as in evaluation); ``limit`` caps the rows per task."""
@@ -87,36 +100,62 @@ def export_sft(out_dir: str | Path, fmt: str, split: str = "train", dataset: str
         try:
             docs, _ = load_docs(task, cache, limit)
         except ValueError as exc:  # datasets: no such split / config
-            raise DataError(dataset, f"task {name!r}: cannot read split {split!r} of config "
-                            f"{task.config.dataset_name!r} ({exc})", field="split") from exc
+            raise DataError(
+                dataset,
+                f"task {name!r}: cannot read split {split!r} of config {task.config.dataset_name!r} ({exc})",
+                field="split",
+            ) from exc
         for doc_id, doc in enumerate(docs):
             paths = [_write_audio(value, out, audio_files) for value in task.audio_of(doc)]
             messages = chat_messages(task.messages(doc), f"task {name!r} doc {doc_id}")
             target = task.render_target(doc)
             target = target[0] if isinstance(target, (list, tuple)) and target else target
             if not isinstance(target, str) or not target:
-                raise DataError(dataset, f"task {name!r} doc {doc_id}: doc_to_target gave {target!r}",
-                                field="doc_to_target")
+                raise DataError(
+                    dataset, f"task {name!r} doc {doc_id}: doc_to_target gave {target!r}", field="doc_to_target"
+                )
             n_tags = sum(m["content"].count(AUDIO_TAG) for m in messages)
             if n_tags != len(paths):
-                raise DataError(dataset, f"task {name!r} doc {doc_id}: {n_tags} {AUDIO_TAG} tag(s) for "
-                                f"{len(paths)} audio(s)", field="messages")
+                raise DataError(
+                    dataset,
+                    f"task {name!r} doc {doc_id}: {n_tags} {AUDIO_TAG} tag(s) for {len(paths)} audio(s)",
+                    field="messages",
+                )
             audios = [str(out / p) for p in paths] if fmt == "ms-swift" else paths
-            lines.append({"messages": messages + [{"role": "assistant", "content": target}], "audios": audios,
-                          "task": name, "doc_id": doc_id})
+            lines.append(
+                {
+                    "messages": messages + [{"role": "assistant", "content": target}],
+                    "audios": audios,
+                    "task": name,
+                    "doc_id": doc_id,
+                }
+            )
         per_task[name] = {"rows": len(docs), "task_hash": task.task_hash}
     if not lines:
         raise DataError(dataset, f"no {split!r} rows in tasks {list(per_task)}")
     jsonl = out / f"{split}.jsonl"
     jsonl.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
-    info = {"format": fmt, "split": split, "dataset": dataset, "strategy": strategy, "tasks": per_task,
-            "rows": len(lines), "audio_files": len(audio_files), "jsonl": jsonl.name}
+    info = {
+        "format": fmt,
+        "split": split,
+        "dataset": dataset,
+        "strategy": strategy,
+        "tasks": per_task,
+        "rows": len(lines),
+        "audio_files": len(audio_files),
+        "jsonl": jsonl.name,
+    }
     if fmt == "llamafactory":
-        entry = {"file_name": jsonl.name, "formatting": "sharegpt",
-                 "columns": {"messages": "messages", "audios": "audios"}, "tags": LLAMAFACTORY_TAGS}
+        entry = {
+            "file_name": jsonl.name,
+            "formatting": "sharegpt",
+            "columns": {"messages": "messages", "audios": "audios"},
+            "tags": LLAMAFACTORY_TAGS,
+        }
         info["dataset_info"] = f"palm_bench_{split}"
-        (out / "dataset_info.json").write_text(json.dumps({info["dataset_info"]: entry}, indent=2) + "\n",
-                                               encoding="utf-8")
+        (out / "dataset_info.json").write_text(
+            json.dumps({info["dataset_info"]: entry}, indent=2) + "\n", encoding="utf-8"
+        )
     (out / "export_info.json").write_text(json.dumps(info, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     return info
 
@@ -137,8 +176,9 @@ def chat_messages(messages: list[dict], where: str) -> list[dict]:
                 continue
             text = part.get("text", "")
             if AUDIO_TAG in text:
-                raise DataError(where, f"the prompt text contains the literal {AUDIO_TAG!r} tag: {text!r}",
-                                field="messages")
+                raise DataError(
+                    where, f"the prompt text contains the literal {AUDIO_TAG!r} tag: {text!r}", field="messages"
+                )
             pieces.append(text + ("\n" if k + 1 < len(parts) else ""))
         out.append({"role": message["role"], "content": "".join(pieces)})
     return out

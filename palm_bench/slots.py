@@ -44,8 +44,9 @@ def largest_remainder(total: int, weights: list[tuple[object, float]]) -> list[t
 
 
 def _polarities(n: int, cfg: BuildConfig) -> list[bool]:
-    (_, n_pos), (_, n_neg) = largest_remainder(n, [(True, cfg.positive_negative_ratio[0]),
-                                                   (False, cfg.positive_negative_ratio[1])])
+    (_, n_pos), (_, n_neg) = largest_remainder(
+        n, [(True, cfg.positive_negative_ratio[0]), (False, cfg.positive_negative_ratio[1])]
+    )
     # interleave so that any prefix is balanced too
     out = []
     for i in range(max(n_pos, n_neg)):
@@ -57,18 +58,22 @@ def recognition_captioning_slots(total: int, cfg: BuildConfig, multi_groups: Mul
     """The (unshuffled) slots of ``total`` recognition/captioning audios; ``multi_groups`` are
     the presence cases of each candidate-set size (from the multi-speaker templates)."""
     slots: list[Slot] = []
-    tasks = largest_remainder(total, [("recognition", cfg.recognition_captioning_ratio[0]),
-                                      ("captioning", cfg.recognition_captioning_ratio[1])])
+    tasks = largest_remainder(
+        total,
+        [("recognition", cfg.recognition_captioning_ratio[0]), ("captioning", cfg.recognition_captioning_ratio[1])],
+    )
     for task, n_task in tasks:
         (_, n_single), (_, n_multi) = largest_remainder(
-            n_task, [("single", cfg.single_multi_ratio[0]), ("multi", cfg.single_multi_ratio[1])])
+            n_task, [("single", cfg.single_multi_ratio[0]), ("multi", cfg.single_multi_ratio[1])]
+        )
         slots += [Slot(task, 1, present) for present in _polarities(n_single, cfg)]
         weights = sorted(cfg.speaker_count_weights.items())
         for n_speakers, count in largest_remainder(n_multi, weights):
             if task == "recognition":
                 cases = multi_groups[n_speakers]
-                slots += [Slot(task, n_speakers, cases[i % len(cases)][1], cases[i % len(cases)][0])
-                          for i in range(count)]
+                slots += [
+                    Slot(task, n_speakers, cases[i % len(cases)][1], cases[i % len(cases)][0]) for i in range(count)
+                ]
             else:
                 slots += [Slot(task, n_speakers, present) for present in _polarities(count, cfg)]
     return slots
@@ -77,7 +82,8 @@ def recognition_captioning_slots(total: int, cfg: BuildConfig, multi_groups: Mul
 def reasoning_slots(total: int, cfg: BuildConfig) -> list[Slot]:
     """Reasoning audios: the target is always present; single/multi and speaker counts by ratio."""
     (_, n_single), (_, n_multi) = largest_remainder(
-        total, [("single", cfg.single_multi_ratio[0]), ("multi", cfg.single_multi_ratio[1])])
+        total, [("single", cfg.single_multi_ratio[0]), ("multi", cfg.single_multi_ratio[1])]
+    )
     slots = [Slot("reasoning", 1, True) for _ in range(n_single)]
     for n_speakers, count in largest_remainder(n_multi, sorted(cfg.speaker_count_weights.items())):
         slots += [Slot("reasoning", n_speakers, True) for _ in range(count)]

@@ -13,8 +13,9 @@ from palm_bench.corpus.types import Corpus, Utterance
 SPLITS = ("train", "test")
 
 
-def split_clips(corpus: Corpus, test_fraction: float, seed: int,
-                min_clips: int = 2) -> dict[str, dict[str, list[Utterance]]]:
+def split_clips(
+    corpus: Corpus, test_fraction: float, seed: int, min_clips: int = 2
+) -> dict[str, dict[str, list[Utterance]]]:
     """``{split: {speaker_id: [clips]}}``; each speaker keeps at least one clip per split.
 
     A speaker with fewer than ``min_clips`` clips cannot be split and raises a
@@ -27,8 +28,12 @@ def split_clips(corpus: Corpus, test_fraction: float, seed: int,
     for speaker_id in sorted(by_speaker):
         clips = sorted(by_speaker[speaker_id], key=lambda u: u.id)
         if len(clips) < min_clips:
-            raise DataError(corpus.root, f"speaker {speaker_id!r} has {len(clips)} clip(s); at least "
-                            f"{min_clips} are needed to put one in each split", field="speaker")
+            raise DataError(
+                corpus.root,
+                f"speaker {speaker_id!r} has {len(clips)} clip(s); at least "
+                f"{min_clips} are needed to put one in each split",
+                field="speaker",
+            )
         order = rng_for(seed, "split", speaker_id).permutation(len(clips))
         n_test = min(len(clips) - 1, max(1, int(round(test_fraction * len(clips)))))
         test_idx = set(order[:n_test].tolist())

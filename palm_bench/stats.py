@@ -9,8 +9,19 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-COLUMNS = ["audio_id", "task", "language", "n_speakers", "duration", "label", "negative_stratum",
-           "source_clips", "queried", "present", "absent"]
+COLUMNS = [
+    "audio_id",
+    "task",
+    "language",
+    "n_speakers",
+    "duration",
+    "label",
+    "negative_stratum",
+    "source_clips",
+    "queried",
+    "present",
+    "absent",
+]
 
 
 def collect(rows_by_split: dict) -> dict:
@@ -23,8 +34,13 @@ def collect(rows_by_split: dict) -> dict:
     for split, rows in rows_by_split.items():
         for row in rows:
             hours = row["duration"] / 3600
-            for key in (("split", split), ("language", row["language"]), ("task", row["task"]),
-                        ("n_speakers", row["n_speakers"]), ("split/task", f"{split}/{row['task']}")):
+            for key in (
+                ("split", split),
+                ("language", row["language"]),
+                ("task", row["task"]),
+                ("n_speakers", row["n_speakers"]),
+                ("split/task", f"{split}/{row['task']}"),
+            ):
                 table[key]["samples"] += 1
                 table[key]["hours"] += hours
             unique_audio[row["audio_id"]] = hours

@@ -30,20 +30,38 @@ def tone(seconds: float, freq: float = 220.0) -> np.ndarray:
     return (0.3 * np.sin(2 * np.pi * freq * t) + 0.01 * np.cos(2 * np.pi * 3 * freq * t)).astype(np.float32)
 
 
-def request(i: int = 0, seconds: float = 1.0, text: str = "Who speaks?", gen: dict | None = None,
-            audios: tuple | None = None, key: str = "") -> Request:
+def request(
+    i: int = 0,
+    seconds: float = 1.0,
+    text: str = "Who speaks?",
+    gen: dict | None = None,
+    audios: tuple | None = None,
+    key: str = "",
+) -> Request:
     audios = audios if audios is not None else (tone(seconds, 200 + 10 * i),)
     parts = [{"type": "audio"} for _ in audios] + [{"type": "text", "text": f"{text} #{i}"}]
-    return Request("t", i, audios, ({"role": "user", "content": parts},),
-                   {"max_new_tokens": 16, "do_sample": False} if gen is None else gen, key)
+    return Request(
+        "t",
+        i,
+        audios,
+        ({"role": "user", "content": parts},),
+        {"max_new_tokens": 16, "do_sample": False} if gen is None else gen,
+        key,
+    )
 
 
 def enroll_request() -> Request:
     """Like the ``*_enroll`` tasks: labelled reference clips, then the test audio, text interleaved."""
     audios = (tone(0.5, 300), tone(0.7, 400), tone(1.2, 500))
-    content = [{"type": "text", "text": "Reference clip of Alice:"}, {"type": "audio"},
-               {"type": "text", "text": "Reference clip of Bob:"}, {"type": "audio"},
-               {"type": "text", "text": "Test audio:"}, {"type": "audio"}, {"type": "text", "text": "Is Alice speaking?"}]
+    content = [
+        {"type": "text", "text": "Reference clip of Alice:"},
+        {"type": "audio"},
+        {"type": "text", "text": "Reference clip of Bob:"},
+        {"type": "audio"},
+        {"type": "text", "text": "Test audio:"},
+        {"type": "audio"},
+        {"type": "text", "text": "Is Alice speaking?"},
+    ]
     return Request("t_enroll", 0, audios, ({"role": "user", "content": content},), {"max_new_tokens": 8})
 
 
@@ -94,8 +112,15 @@ class AdapterContract:
         (resp,) = self.make(server).generate([req])
         assert resp.text == "answer 3 audio(s)"
         rec = server.records[0]
-        assert rec.order == [("text", "Reference clip of Alice:"), ("audio", 0), ("text", "Reference clip of Bob:"),
-                             ("audio", 1), ("text", "Test audio:"), ("audio", 2), ("text", "Is Alice speaking?")]
+        assert rec.order == [
+            ("text", "Reference clip of Alice:"),
+            ("audio", 0),
+            ("text", "Reference clip of Bob:"),
+            ("audio", 1),
+            ("text", "Test audio:"),
+            ("audio", 2),
+            ("text", "Is Alice speaking?"),
+        ]
         for got, sent in zip(rec.audios, req.audios):
             assert_same_audio(got, sent)
         assert rec.rates == [16000] * 3
@@ -229,7 +254,7 @@ class AdapterContract:
         assert cut.text and cut.meta["truncated"] is True and cut.meta["seen_s"] == 4.7 and cut.meta["audio_s"] == 6.0
         sent = server.records[-1].audios[0]
         assert len(sent) == int(4.7 * 16000)
-        assert_same_audio(sent, long.audios[0][:len(sent)])
+        assert_same_audio(sent, long.audios[0][: len(sent)])
         with pytest.raises(ConfigError, match="chunk"):
             self.make(server, long_audio="chunk")
 
@@ -294,8 +319,9 @@ def api_datasets(tmp_path_factory) -> Path:
     root.mkdir(exist_ok=True)
     palm = shared_build(tmp_path_factory, load_embedded_corpus())[0]
     cfg = load_preset("small", {"languages": ["en"]})
-    msu = build_once(tmp_path_factory.getbasetemp() / "api_msu_en", jsonable(cfg.to_dict()),
-                     lambda folder: build_msu(folder, cfg))
+    msu = build_once(
+        tmp_path_factory.getbasetemp() / "api_msu_en", jsonable(cfg.to_dict()), lambda folder: build_msu(folder, cfg)
+    )
     for name, target in (("palm-bench", palm), ("msu-bench", msu)):
         if not (root / name).exists():
             (root / name).symlink_to(target, target_is_directory=True)
@@ -335,25 +361,43 @@ def match_received(records, expected) -> tuple[list, list]:
         by_shape.setdefault(tuple(len(a) for a in entry[2]), []).append(entry)
     seen, strays = set(), []
     for rec in records:
-        hits = [(task, doc) for task, doc, audios in by_shape.get(tuple(len(a) for a in rec.audios), [])
-                if all(np.max(np.abs(got - want), initial=0.0) <= QUANT for got, want in zip(rec.audios, audios))]
+        hits = [
+            (task, doc)
+            for task, doc, audios in by_shape.get(tuple(len(a) for a in rec.audios), [])
+            if all(np.max(np.abs(got - want), initial=0.0) <= QUANT for got, want in zip(rec.audios, audios))
+        ]
         if not hits or any(r != 16000 for r in rec.rates):
             strays.append(rec)
         seen.update(hits)
     return strays, [(task, doc) for task, doc, _ in expected if (task, doc) not in seen]
 
 
-def check_cli_run(model: str, server, model_args: str, tasks: list[str], tmp_path: Path, *, retried: int,
-                  failures: dict) -> dict:
+def check_cli_run(
+    model: str, server, model_args: str, tasks: list[str], tmp_path: Path, *, retried: int, failures: dict
+) -> dict:
     """``lalm-eval --model <model>`` in this process against ``server`` (cwd: :func:`api_datasets`),
     ``--limit 2``, then checked: every audio the server decoded equals a dataset doc's audio and
     every doc was sent (``retried`` requests twice), several clips in one request somewhere, the
     results' failures by kind, model ids, usage and cost, and no key in the outputs."""
     from lalm_eval.cli import main
 
-    rc = main(["--model", model, "--model_args", f"{model_args},base_url={server.base_url}", "--tasks", ",".join(tasks),
-               "--limit", "2", "--output_path", str(tmp_path / "out"), "--cache_dir", str(tmp_path / "cache"),
-               "--log_samples"])
+    rc = main(
+        [
+            "--model",
+            model,
+            "--model_args",
+            f"{model_args},base_url={server.base_url}",
+            "--tasks",
+            ",".join(tasks),
+            "--limit",
+            "2",
+            "--output_path",
+            str(tmp_path / "out"),
+            "--cache_dir",
+            str(tmp_path / "cache"),
+            "--log_samples",
+        ]
+    )
     assert rc == 0
     records = list(server.records)
     expected = expected_audio(tasks, 2, tmp_path / "cache")

@@ -228,23 +228,40 @@ class OpenAIServer(ScriptedServer):
     def reply(self, record, action):
         if "status" in action:
             message = action.get("message", f"scripted status {action['status']}")
-            return action["status"], _error_headers(action), {"error": {"message": message, "type": "test",
-                                                                        "code": None}}
+            return (
+                action["status"],
+                _error_headers(action),
+                {"error": {"message": message, "type": "test", "code": None}},
+            )
         text = action.get("text", self.answer(record))
         u = self.default_usage(record, text)
-        usage = action.get("usage", {"prompt_tokens": u["prompt"], "completion_tokens": u["completion"],
-                                     "total_tokens": u["prompt"] + u["completion"],
-                                     "prompt_tokens_details": {"audio_tokens": u["audio"], "cached_tokens": 0}})
+        usage = action.get(
+            "usage",
+            {
+                "prompt_tokens": u["prompt"],
+                "completion_tokens": u["completion"],
+                "total_tokens": u["prompt"] + u["completion"],
+                "prompt_tokens_details": {"audio_tokens": u["audio"], "cached_tokens": 0},
+            },
+        )
         message = {"role": "assistant", "content": text, "refusal": None}
         finish = "stop"
         if action.get("refusal"):
             message = {"role": "assistant", "content": None, "refusal": action["refusal"]}
         if action.get("filter"):
             message, finish = {"role": "assistant", "content": None, "refusal": None}, "content_filter"
-        return 200, {}, {"id": f"chatcmpl-{len(self.records)}", "object": "chat.completion", "created": 0,
-                         "model": action.get("model", self.default_model),
-                         "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
-                         "usage": usage}
+        return (
+            200,
+            {},
+            {
+                "id": f"chatcmpl-{len(self.records)}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": action.get("model", self.default_model),
+                "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+                "usage": usage,
+            },
+        )
 
 
 class GeminiServer(ScriptedServer):
@@ -269,28 +286,50 @@ class GeminiServer(ScriptedServer):
     def reply(self, record, action):
         if "status" in action:
             status_names = {400: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
-            return action["status"], _error_headers(action), {"error": {
-                "code": action["status"], "message": action.get("message", f"scripted status {action['status']}"),
-                "status": status_names.get(action["status"], "UNKNOWN")}}
+            return (
+                action["status"],
+                _error_headers(action),
+                {
+                    "error": {
+                        "code": action["status"],
+                        "message": action.get("message", f"scripted status {action['status']}"),
+                        "status": status_names.get(action["status"], "UNKNOWN"),
+                    }
+                },
+            )
         text = action.get("text", self.answer(record))
         u = self.default_usage(record, text)
-        usage = action.get("usage", {
-            "promptTokenCount": u["prompt"], "candidatesTokenCount": u["completion"],
-            "totalTokenCount": u["prompt"] + u["completion"],
-            "promptTokensDetails": [{"modality": "AUDIO", "tokenCount": u["audio"]},
-                                    {"modality": "TEXT", "tokenCount": u["prompt"] - u["audio"]}]})
+        usage = action.get(
+            "usage",
+            {
+                "promptTokenCount": u["prompt"],
+                "candidatesTokenCount": u["completion"],
+                "totalTokenCount": u["prompt"] + u["completion"],
+                "promptTokensDetails": [
+                    {"modality": "AUDIO", "tokenCount": u["audio"]},
+                    {"modality": "TEXT", "tokenCount": u["prompt"] - u["audio"]},
+                ],
+            },
+        )
         parts = [{"text": text}]
         if action.get("thought"):
             parts.insert(0, {"text": action["thought"], "thought": True})
-        payload = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
-                   "usageMetadata": usage, "modelVersion": action.get("model", self.default_model),
-                   "responseId": f"r{len(self.records)}"}
+        payload = {
+            "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": usage,
+            "modelVersion": action.get("model", self.default_model),
+            "responseId": f"r{len(self.records)}",
+        }
         if action.get("filter"):
             payload["candidates"] = [{"content": {"role": "model", "parts": []}, "finishReason": "SAFETY", "index": 0}]
         if action.get("block"):
-            payload = {"promptFeedback": {"blockReason": action["block"]}, "usageMetadata": usage,
-                       "modelVersion": payload["modelVersion"]}
+            payload = {
+                "promptFeedback": {"blockReason": action["block"]},
+                "usageMetadata": usage,
+                "modelVersion": payload["modelVersion"],
+            }
         if action.get("refusal"):
-            payload["candidates"] = [{"content": {"role": "model", "parts": []}, "finishReason": "LANGUAGE",
-                                      "index": 0}]
+            payload["candidates"] = [
+                {"content": {"role": "model", "parts": []}, "finishReason": "LANGUAGE", "index": 0}
+            ]
         return 200, {}, payload

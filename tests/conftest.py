@@ -24,9 +24,18 @@ def small_corpus_dir(tmp_path, corpus):
             rel = Path("audio") / sid / utt.audio.name
             (data / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(utt.audio, data / rel)
-            lines.append({"id": utt.id, "speaker": sid, "language": utt.language, "text": utt.text,
-                          "duration": utt.duration, "audio": rel.as_posix(),
-                          "sampling_rate": utt.sampling_rate, "voice": utt.voice})
+            lines.append(
+                {
+                    "id": utt.id,
+                    "speaker": sid,
+                    "language": utt.language,
+                    "text": utt.text,
+                    "duration": utt.duration,
+                    "audio": rel.as_posix(),
+                    "sampling_rate": utt.sampling_rate,
+                    "voice": utt.voice,
+                }
+            )
     (data / "manifest.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     return tmp_path
 

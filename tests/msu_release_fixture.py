@@ -29,24 +29,45 @@ SR_P = 22050
 
 
 def _seg(start, end, spk_id, text, spk_index):
-    return {"seg_id": f"{spk_id}_{start}", "start_time": start, "end_time": end, "transcript": text,
-            "spk_id": spk_id, "spk_index": spk_index, "age": "中年", "gender": "男声", "emotion": "中性",
-            "accent": "普通话"}
+    return {
+        "seg_id": f"{spk_id}_{start}",
+        "start_time": start,
+        "end_time": end,
+        "transcript": text,
+        "spk_id": spk_id,
+        "spk_index": spk_index,
+        "age": "中年",
+        "gender": "男声",
+        "emotion": "中性",
+        "accent": "普通话",
+    }
 
 
-META_M = {"spk_a": [_seg(0.20, 1.10, "M8004", "你好", "spk_1")],
-          "spk_b": [_seg(1.30, 2.40, "F8001", "你好啊", "spk_2"), _seg(2.50, 3.90, "F8001", "嗯", "spk_2")]}
-META_P = {"spk_a": [_seg(0.10, 1.00, "host", "Welcome back", "spk_1")],
-          "spk_b": [_seg(1.20, 2.80, "guest", "Thanks for having me", "spk_2")]}
+META_M = {
+    "spk_a": [_seg(0.20, 1.10, "M8004", "你好", "spk_1")],
+    "spk_b": [_seg(1.30, 2.40, "F8001", "你好啊", "spk_2"), _seg(2.50, 3.90, "F8001", "嗯", "spk_2")],
+}
+META_P = {
+    "spk_a": [_seg(0.10, 1.00, "host", "Welcome back", "spk_1")],
+    "spk_b": [_seg(1.20, 2.80, "guest", "Thanks for having me", "spk_2")],
+}
 
 PLAIN = ["wrong speaker", "ground truth", "unknown", "hallucination"]
 
 
 def q(text, qtype, answer, rationale, options=None, pair=None, **extra):
     options = options or [f"{text} option {x}" for x in "ABCD"]
-    item = {"question": text, "question_type": qtype, "type": "single_choice", "sub_question_type": "",
-            "options": [f"{x}. {o}" for x, o in zip("ABCD", options)], "answer": answer,
-            "answer_text": options["ABCD".index(answer)] if answer in "ABCD" else "", "rationale": rationale, **extra}
+    item = {
+        "question": text,
+        "question_type": qtype,
+        "type": "single_choice",
+        "sub_question_type": "",
+        "options": [f"{x}. {o}" for x, o in zip("ABCD", options)],
+        "answer": answer,
+        "answer_text": options["ABCD".index(answer)] if answer in "ABCD" else "",
+        "rationale": rationale,
+        **extra,
+    }
     return {**item, "pair": pair} if pair else item
 
 
@@ -57,56 +78,214 @@ def lettered(labels):
 # question texts are unique: the tests' scripted model answers by question text
 FILES = [
     # (lang, scenario, length, seg, level, file stem, list key, speaker_meta placement, questions)
-    ("cn", "meeting", "short", SEG_M, 1, "说话人识别能力-说话人验证任务", "qa_result", "first", [
-        q("zh-SV-0 这两个片段是同一个说话人吗？", "no_index", "B", lettered(PLAIN),
-          pair={"left": "spk_a[0]", "right": "spk_b[0]"}),
-        q("zh-SV-1 在0.2秒到1.1秒说话的人和在1.3秒到2.4秒说话的人是同一个人吗？", "time_index", "B",
-          ["错误说话人", "正确答案", "无法判断", "幻觉"]),
-        q("zh-SV-2 哪一段是说话人B说的？", "reverse_retrival", "A", ["ground truth", "wrong speaker", "unknown", "hallucination"]),
-    ]),
-    ("cn", "meeting", "short", SEG_M, 1, "说话人属性识别能力-性别识别任务", "result", "first", [
-        q("zh-GI-0 目标说话人的性别是？", "no_index", "B", ["hallucination", "ground_truth", "wrong_speaker", "unknown"]),
-        q("zh-GI-1 说话人B的性别是？", "speaker_index", "C", ["ground truth", "wrong speaker", "hallucination", "unknown"]),
-        {**q("zh-GI-2 坏题", "speaker_index", "A", PLAIN), "options": ["A. 男", "B. 女", "C. 无法判断"]},
-    ]),
-    ("cn", "meeting", "short", SEG_M, 2, "多说话人上下文推理能力-多说话人情感交互", "questions", "top", [
-        q("zh-EIR-0 目标说话人的情绪如何变化？", "no_index", "A", ["ground truth", "hallucination", "hallucination", "unknown"]),
-        q("zh-EIR-1 谁先表达了不满？", "speech_index", "D", ["hallucination", "wrong speaker", "unknown", "ground truth"]),
-        q("zh-EIR-2 答案越界", "speaker_index", "E", PLAIN),
-    ]),
-    ("cn", "podcast", "long", SEG_P, 2, "对话场景推理能力-对话背景推理任务", "qa_result", "none", [
-        q("zh-BI-0 这段对话最可能发生在哪里？", "complex_index", "D", lettered(["hallucination", "hallucination", "unknown",
-                                                                          "ground truth"])),
-        q("zh-BI-1 对话中有几个人在说话？", "reverse_count", "B", PLAIN),
-    ]),
-    ("cn", "podcast", "long", SEG_P, 1, "说话人识别能力-说话人计数任务", "result", "first", [
-        q("zh-SC-0 说“Welcome back”的人一共说了几次话？", "transcript_index", "A",
-          ["ground truth", "wrong speaker", "hallucination", "unknown"]),
-        q("zh-SC-1 坏引用", "no_index", "B", PLAIN, pair={"left": "spk_a[0]", "right": "spk_c[0]"}),
-        "not a question but a string",
-    ]),
-    ("cn", "podcast", "long", SEG_P, 1, "说话人识别能力-未知任务", "result", "first", [
-        q("zh-XX-0 未知任务的题", "no_index", "A", PLAIN), q("zh-XX-1 未知任务的题", "time_index", "B", PLAIN),
-    ]),
-    ("en", "meeting", "short", SEG_M, 1, "speaker_identification-speaker-verification", "qa_result", "first", [
-        q("en-SV-0 Are the two clips the same speaker?", "no_index", "B", lettered(PLAIN),
-          pair={"left": "spk_a[0]", "right": "spk_b[0]"}),
-        q("en-SV-1 Is the second speaker also the one who laughs at the end?", "complex_index", "C",
-          ["wrong speaker", "hallucination", "ground truth", "unknown"]),
-    ]),
-    ("en", "meeting", "short", SEG_M, 2, "dialogue_structure_analysis-dialogue_act_recognition", "result", "first", [
-        q("en-DAR-0 What is the act of the turn 'you know what'?", "transcript_index", "A",
-          ["A. ground_truth", "B. wrong_speaker", "C. hallucination", "D. unknown"]),
-        q("en-DAR-1 What does the speaker at 1.3 s do?", "time_index", "B",
-          ["wrong speaker", "ground truth", "unknown", "partially correct"]),
-        q("en-DAR-2 Who asked the question?", "reverse_retrival", "C", ["wrong speaker", "unknown", "ground truth",
-                                                                          "hallucination"]),
-    ]),
-    ("en", "podcast", "long", SEG_P, 1, "Speaker Attribute Recognition - Emotion Recognition", "result", "first", [
-        q("en-ER-0 What emotion does the target speaker show?", "no_index", "C",
-          ["wrong speaker", "hallucination", "ground truth", "unknown"]),
-        q("   ", "no_index", "A", PLAIN),
-    ]),
+    (
+        "cn",
+        "meeting",
+        "short",
+        SEG_M,
+        1,
+        "说话人识别能力-说话人验证任务",
+        "qa_result",
+        "first",
+        [
+            q(
+                "zh-SV-0 这两个片段是同一个说话人吗？",
+                "no_index",
+                "B",
+                lettered(PLAIN),
+                pair={"left": "spk_a[0]", "right": "spk_b[0]"},
+            ),
+            q(
+                "zh-SV-1 在0.2秒到1.1秒说话的人和在1.3秒到2.4秒说话的人是同一个人吗？",
+                "time_index",
+                "B",
+                ["错误说话人", "正确答案", "无法判断", "幻觉"],
+            ),
+            q(
+                "zh-SV-2 哪一段是说话人B说的？",
+                "reverse_retrival",
+                "A",
+                ["ground truth", "wrong speaker", "unknown", "hallucination"],
+            ),
+        ],
+    ),
+    (
+        "cn",
+        "meeting",
+        "short",
+        SEG_M,
+        1,
+        "说话人属性识别能力-性别识别任务",
+        "result",
+        "first",
+        [
+            q(
+                "zh-GI-0 目标说话人的性别是？",
+                "no_index",
+                "B",
+                ["hallucination", "ground_truth", "wrong_speaker", "unknown"],
+            ),
+            q(
+                "zh-GI-1 说话人B的性别是？",
+                "speaker_index",
+                "C",
+                ["ground truth", "wrong speaker", "hallucination", "unknown"],
+            ),
+            {**q("zh-GI-2 坏题", "speaker_index", "A", PLAIN), "options": ["A. 男", "B. 女", "C. 无法判断"]},
+        ],
+    ),
+    (
+        "cn",
+        "meeting",
+        "short",
+        SEG_M,
+        2,
+        "多说话人上下文推理能力-多说话人情感交互",
+        "questions",
+        "top",
+        [
+            q(
+                "zh-EIR-0 目标说话人的情绪如何变化？",
+                "no_index",
+                "A",
+                ["ground truth", "hallucination", "hallucination", "unknown"],
+            ),
+            q(
+                "zh-EIR-1 谁先表达了不满？",
+                "speech_index",
+                "D",
+                ["hallucination", "wrong speaker", "unknown", "ground truth"],
+            ),
+            q("zh-EIR-2 答案越界", "speaker_index", "E", PLAIN),
+        ],
+    ),
+    (
+        "cn",
+        "podcast",
+        "long",
+        SEG_P,
+        2,
+        "对话场景推理能力-对话背景推理任务",
+        "qa_result",
+        "none",
+        [
+            q(
+                "zh-BI-0 这段对话最可能发生在哪里？",
+                "complex_index",
+                "D",
+                lettered(["hallucination", "hallucination", "unknown", "ground truth"]),
+            ),
+            q("zh-BI-1 对话中有几个人在说话？", "reverse_count", "B", PLAIN),
+        ],
+    ),
+    (
+        "cn",
+        "podcast",
+        "long",
+        SEG_P,
+        1,
+        "说话人识别能力-说话人计数任务",
+        "result",
+        "first",
+        [
+            q(
+                "zh-SC-0 说“Welcome back”的人一共说了几次话？",
+                "transcript_index",
+                "A",
+                ["ground truth", "wrong speaker", "hallucination", "unknown"],
+            ),
+            q("zh-SC-1 坏引用", "no_index", "B", PLAIN, pair={"left": "spk_a[0]", "right": "spk_c[0]"}),
+            "not a question but a string",
+        ],
+    ),
+    (
+        "cn",
+        "podcast",
+        "long",
+        SEG_P,
+        1,
+        "说话人识别能力-未知任务",
+        "result",
+        "first",
+        [
+            q("zh-XX-0 未知任务的题", "no_index", "A", PLAIN),
+            q("zh-XX-1 未知任务的题", "time_index", "B", PLAIN),
+        ],
+    ),
+    (
+        "en",
+        "meeting",
+        "short",
+        SEG_M,
+        1,
+        "speaker_identification-speaker-verification",
+        "qa_result",
+        "first",
+        [
+            q(
+                "en-SV-0 Are the two clips the same speaker?",
+                "no_index",
+                "B",
+                lettered(PLAIN),
+                pair={"left": "spk_a[0]", "right": "spk_b[0]"},
+            ),
+            q(
+                "en-SV-1 Is the second speaker also the one who laughs at the end?",
+                "complex_index",
+                "C",
+                ["wrong speaker", "hallucination", "ground truth", "unknown"],
+            ),
+        ],
+    ),
+    (
+        "en",
+        "meeting",
+        "short",
+        SEG_M,
+        2,
+        "dialogue_structure_analysis-dialogue_act_recognition",
+        "result",
+        "first",
+        [
+            q(
+                "en-DAR-0 What is the act of the turn 'you know what'?",
+                "transcript_index",
+                "A",
+                ["A. ground_truth", "B. wrong_speaker", "C. hallucination", "D. unknown"],
+            ),
+            q(
+                "en-DAR-1 What does the speaker at 1.3 s do?",
+                "time_index",
+                "B",
+                ["wrong speaker", "ground truth", "unknown", "partially correct"],
+            ),
+            q(
+                "en-DAR-2 Who asked the question?",
+                "reverse_retrival",
+                "C",
+                ["wrong speaker", "unknown", "ground truth", "hallucination"],
+            ),
+        ],
+    ),
+    (
+        "en",
+        "podcast",
+        "long",
+        SEG_P,
+        1,
+        "Speaker Attribute Recognition - Emotion Recognition",
+        "result",
+        "first",
+        [
+            q(
+                "en-ER-0 What emotion does the target speaker show?",
+                "no_index",
+                "C",
+                ["wrong speaker", "hallucination", "ground truth", "unknown"],
+            ),
+            q("   ", "no_index", "A", PLAIN),
+        ],
+    ),
 ]
 
 
@@ -135,8 +314,14 @@ def make_release(root: Path) -> Path:
         meta = META_M if scenario == "meeting" else META_P
         items = ([{"speaker_meta": meta}] if meta_at == "first" else []) + list(questions)
         wav = WAV_M if scenario == "meeting" else WAV_P
-        doc = {"source_movie_json": f"{seg}.json", "source_audio": f"source_audio/{scenario}/{wav}",
-               "prompt_file": "prompt.txt", "prompt_relpath": "prompts/prompt.txt", "model": "gemini-2.5-pro",
-               key: items, **({"speaker_meta": meta} if meta_at == "top" else {})}
+        doc = {
+            "source_movie_json": f"{seg}.json",
+            "source_audio": f"source_audio/{scenario}/{wav}",
+            "prompt_file": "prompt.txt",
+            "prompt_relpath": "prompts/prompt.txt",
+            "model": "gemini-2.5-pro",
+            key: items,
+            **({"speaker_meta": meta} if meta_at == "top" else {}),
+        }
         (folder / f"{stem}.json").write_text(json.dumps(doc, ensure_ascii=False, indent=1), encoding="utf-8")
     return root

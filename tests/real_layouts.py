@@ -48,13 +48,20 @@ def call_audio(turns, seconds: float = 30.0, sr: int = SR, channels: int = 1) ->
     for spk, start, end, _ in turns:
         a = int(round(start * sr))
         seg = voiced(end - start, PITCH.get(spk, 150.0), sr)
-        audio[a:a + len(seg)] += seg[: len(audio) - a]
+        audio[a : a + len(seg)] += seg[: len(audio) - a]
     return np.stack([audio] * channels, axis=1) if channels > 1 else audio
 
 
-def write_rttm_call(folder: Path, name: str = "call", turns=CALL_TURNS, seconds: float = 30.0,
-                    transcript_names: dict | None = None, transcript: str = "json",
-                    untranscribed: tuple[int, ...] = (), audio: bool = True) -> Path:
+def write_rttm_call(
+    folder: Path,
+    name: str = "call",
+    turns=CALL_TURNS,
+    seconds: float = 30.0,
+    transcript_names: dict | None = None,
+    transcript: str = "json",
+    untranscribed: tuple[int, ...] = (),
+    audio: bool = True,
+) -> Path:
     """``<name>.wav`` + ``<name>.rttm`` + ``<name>.json|.csv`` in ``folder``.
 
     ``transcript_names`` renames speakers in the transcript only (RTTM keeps ``A``/``B``), as
@@ -67,18 +74,22 @@ def write_rttm_call(folder: Path, name: str = "call", turns=CALL_TURNS, seconds:
     lines = [f"SPEAKER {name} 1 {s:.2f} {e - s:.2f} <NA> <NA> {spk} <NA> <NA>" for spk, s, e, _ in turns]
     (folder / f"{name}.rttm").write_text("\n".join(lines) + "\n", encoding="utf-8")
     names = transcript_names or {}
-    rows = [{"start": s, "end": e, "speaker": names.get(spk, spk), "text": text}
-            for i, (spk, s, e, text) in enumerate(turns) if i not in untranscribed]
+    rows = [
+        {"start": s, "end": e, "speaker": names.get(spk, spk), "text": text}
+        for i, (spk, s, e, text) in enumerate(turns)
+        if i not in untranscribed
+    ]
     if transcript == "json":
         (folder / f"{name}.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
     else:
-        body = "".join(f"{r['start']},{r['end']},{r['speaker']},\"{r['text']}\"\n" for r in rows)
+        body = "".join(f'{r["start"]},{r["end"]},{r["speaker"]},"{r["text"]}"\n' for r in rows)
         (folder / f"{name}.csv").write_text("start,end,speaker,text\n" + body, encoding="utf-8")
     return folder
 
 
-def write_folder_corpus(root: Path, speakers: dict[str, dict], clips_per_speaker: int = 3,
-                        seconds: float = 1.0) -> Path:
+def write_folder_corpus(
+    root: Path, speakers: dict[str, dict], clips_per_speaker: int = 3, seconds: float = 1.0
+) -> Path:
     """A PALM ``folder`` corpus: ``<speaker>/<n>.wav`` + ``<n>.txt`` and ``speakers.yaml``
     holding ``speakers`` (id -> fields, e.g. ``{"language": "en", "role": "subject"}``)."""
     for i, sid in enumerate(speakers):

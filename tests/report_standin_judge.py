@@ -43,23 +43,39 @@ def reply_for(prompt: str) -> dict:
         kind = "rejection" if not resp.strip() else "answer_extraction" if words <= 3 else "perceptual"
         return {"error_type": kind, "comment": "stand-in rule"}
     if '"sub_questions"' in prompt:
-        return {"question_type": "single", "sub_questions": [{"question": "q", "score": score}],
-                "relevance": 5, "accuracy": int(5 * score), "causal_question": False, "causal_soundness": 5,
-                "overall": score, "comment": "stand-in: token overlap"}
+        return {
+            "question_type": "single",
+            "sub_questions": [{"question": "q", "score": score}],
+            "relevance": 5,
+            "accuracy": int(5 * score),
+            "causal_question": False,
+            "causal_soundness": 5,
+            "overall": score,
+            "comment": "stand-in: token overlap",
+        }
     return {"score": score, "comment": "stand-in: token overlap"}
 
 
 class _Handler(BaseHTTPRequestHandler):
     def do_POST(self):  # noqa: N802 - http.server's name
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-        prompt = "\n".join(m["content"] if isinstance(m.get("content"), str) else
-                           " ".join(p.get("text", "") for p in m.get("content") or [])
-                           for m in body.get("messages", []))
+        prompt = "\n".join(
+            m["content"]
+            if isinstance(m.get("content"), str)
+            else " ".join(p.get("text", "") for p in m.get("content") or [])
+            for m in body.get("messages", [])
+        )
         text = json.dumps(reply_for(prompt))
-        out = json.dumps({"id": "standin", "object": "chat.completion", "created": 0, "model": "standin",
-                          "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                       "finish_reason": "stop"}],
-                          "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}).encode()
+        out = json.dumps(
+            {
+                "id": "standin",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "standin",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            }
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(out)))

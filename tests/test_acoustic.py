@@ -147,8 +147,7 @@ def corpus_measurements(corpus):
     out = {}
     for s in corpus.subjects():
         utts = corpus.utterances_of(s.id)[:1]
-        out[s.id] = measure_voice([u.load_audio() for u in utts], [u.text for u in utts], s.language,
-                                  max_seconds=1.5)
+        out[s.id] = measure_voice([u.load_audio() for u in utts], [u.text for u in utts], s.language, max_seconds=1.5)
     return out
 
 

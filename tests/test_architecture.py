@@ -63,7 +63,7 @@ ALLOWED = {
     "lalm_eval/judges/base.py": "the judge registry's entries for those judges and the paper's judge preset",
     "lalm_eval/metrics/hf_evaluate/": "the same paper metric as a local `evaluate` module",
     "lalm_eval/report/forgetting.py": "its heading cites PALM Table 4; the table is of any task declaring "
-                                      "metadata.table: forgetting",
+    "metadata.table: forgetting",
     "lalm_eval/training/data.py": "`lalm-eval train --speakers` filters rows by the PALM field n_speakers",
 }
 
@@ -75,13 +75,23 @@ def benchmark_constants(path: Path) -> set[str]:
     prose = set()
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body \
-                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+        ):
             prose.add(id(body[0].value))
         if isinstance(node, ast.keyword) and node.arg in ("help", "description"):
             prose |= {id(n) for n in ast.walk(node.value)}
-    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-            and id(n) not in prose and (n.value in BENCHMARK_FIELDS or BENCHMARK_NAME.search(n.value))}
+    return {
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant)
+        and isinstance(n.value, str)
+        and id(n) not in prose
+        and (n.value in BENCHMARK_FIELDS or BENCHMARK_NAME.search(n.value))
+    }
 
 
 def _allowed(rel: str) -> bool:
@@ -104,8 +114,10 @@ def test_harness_code_names_no_benchmark_outside_the_listed_modules():
 
 def test_benchmark_checker_detects_a_field_and_a_task_name(tmp_path):
     f = tmp_path / "x.py"
-    f.write_text('"""Docstrings may say palm."""\nrows = [r for r in rows if "tier" in r]\nname = "msu_table3"\n'
-                 'parser.add_argument("--x", help="e.g. palm_table1")\n')
+    f.write_text(
+        '"""Docstrings may say palm."""\nrows = [r for r in rows if "tier" in r]\nname = "msu_table3"\n'
+        'parser.add_argument("--x", help="e.g. palm_table1")\n'
+    )
     assert benchmark_constants(f) == {"tier", "msu_table3"}
 
 

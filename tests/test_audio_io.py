@@ -95,6 +95,7 @@ def test_ogg_checksums_are_valid_after_serial_fix(tmp_path):
 
 # -- ranged reads (read_audio_span): the raising mode (segments) and the clamping mode (release clips) --
 
+
 def _ramp_wav(path, seconds, sr):
     """A mono 16-bit wav whose every sample differs from its neighbours (so slices can be told apart)."""
     import soundfile as sf

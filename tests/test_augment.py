@@ -152,17 +152,20 @@ def test_describe():
     assert "rt60=0.4s" in Augmentation(reverb={"kind": "rir", "rt60": 0.4, "seed": 1}).describe()
 
 
-@pytest.mark.parametrize("bad,needle", [
-    ({"speed_probb": 0.5}, "speed_probb"),
-    ({"noise_prob": 1.5}, "noise_prob"),
-    ({"reverb_prob": -0.1}, "reverb_prob"),
-    ({"snr_db_range": [20, 10]}, "snr_db_range"),
-    ({"rt60_range": [0.6, 0.2]}, "rt60_range"),
-    ({"echo_decay_range": [0.2, 1.5]}, "echo_decay_range"),
-    ({"snr_db_range": [10]}, "snr_db_range"),
-    ({"noise_kinds": ["brown"]}, "noise_kinds"),
-    ({"speed_factors": [0.0, 1.1]}, "speed_factors"),
-])
+@pytest.mark.parametrize(
+    "bad,needle",
+    [
+        ({"speed_probb": 0.5}, "speed_probb"),
+        ({"noise_prob": 1.5}, "noise_prob"),
+        ({"reverb_prob": -0.1}, "reverb_prob"),
+        ({"snr_db_range": [20, 10]}, "snr_db_range"),
+        ({"rt60_range": [0.6, 0.2]}, "rt60_range"),
+        ({"echo_decay_range": [0.2, 1.5]}, "echo_decay_range"),
+        ({"snr_db_range": [10]}, "snr_db_range"),
+        ({"noise_kinds": ["brown"]}, "noise_kinds"),
+        ({"speed_factors": [0.0, 1.1]}, "speed_factors"),
+    ],
+)
 def test_config_errors_name_the_key(bad, needle):
     with pytest.raises(ConfigError, match=needle):
         AugmentationConfig.from_dict(bad)

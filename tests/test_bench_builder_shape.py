@@ -32,8 +32,9 @@ def test_both_configs_derive_the_shared_fields_from_one_base(config_class):
     assert own == ({"tasks", "work_dir"} if config_class is PalmBenchConfig else {"tiers"})
 
 
-@pytest.mark.parametrize("builder_class, config", [(PalmBench, "recognition"), (PalmEnrollment, "enrollment"),
-                                                   (MsuBench, "tier1")])
+@pytest.mark.parametrize(
+    "builder_class, config", [(PalmBench, "recognition"), (PalmEnrollment, "enrollment"), (MsuBench, "tier1")]
+)
 def test_a_plan_passed_in_is_used_and_none_is_made(builder_class, config, tmp_path, monkeypatch):
     assert issubclass(builder_class, BenchBuilder)
     assert not hasattr(builder_class, "build_plan")  # one property name: `plan`
@@ -60,7 +61,9 @@ def test_reader_results_carry_skips_of_one_type(tmp_path):
     report = ReadReport([], skips=[Skip("a.json", "audio missing"), Skip("b.json:3", "bad line")])
     assert report.n_skipped == 2 and report.skips[1].item == "b.json:3"
     assert skip_records(report.skips, relative=lambda f: f.upper()) == [
-        {"file": "A.JSON", "reason": "audio missing"}, {"file": "B.JSON:3", "reason": "bad line"}]
+        {"file": "A.JSON", "reason": "audio missing"},
+        {"file": "B.JSON:3", "reason": "bad line"},
+    ]
     corpus = Corpus(speakers={}, utterances=[], root=tmp_path)
     assert corpus.skips == [] and corpus.n_skipped == 0
 
@@ -75,17 +78,27 @@ def test_skip_log_keeps_items_and_reasons_and_logs_them(caplog):
 
 def test_msu_readers_record_skip_objects(tmp_path):
     skipped: list = []
-    conv = make_conversation("c1", source="rttm", language="en", annotation=tmp_path / "c1.rttm",
-                             audio=tmp_path / "missing.wav", turns=[("A", 0.0, 1.0, "hi")], speakers={},
-                             skipped=skipped)
+    conv = make_conversation(
+        "c1",
+        source="rttm",
+        language="en",
+        annotation=tmp_path / "c1.rttm",
+        audio=tmp_path / "missing.wav",
+        turns=[("A", 0.0, 1.0, "hi")],
+        speakers={},
+        skipped=skipped,
+    )
     assert conv is not None and conv.audio is None
     assert skipped == [Skip(str(tmp_path / "c1.rttm"), "audio missing")] and isinstance(skipped[0], Skip)
 
 
-@pytest.mark.parametrize("readers, kinds", [
-    (PALM_READERS, ["embedded", "folder", "ncssd"]),
-    (MSU_READERS, ["alimeeting", "chime6", "embedded", "magicdata", "rttm"]),
-])
+@pytest.mark.parametrize(
+    "readers, kinds",
+    [
+        (PALM_READERS, ["embedded", "folder", "ncssd"]),
+        (MSU_READERS, ["alimeeting", "chime6", "embedded", "magicdata", "rttm"]),
+    ],
+)
 def test_each_benchmark_has_a_reader_registry(readers, kinds):
     assert readers.names() == kinds
     for kind in kinds:

@@ -21,7 +21,7 @@ IDENTITY = {"name": "counting", "weights": "none", "dtype": "float32"}
 
 # A child process: 40 requests with identical text and different audio, through a counting
 # adapter (sleeps per request, logs each computed key) behind the cache, chunk size 4.
-SCRIPT = textwrap.dedent('''
+SCRIPT = textwrap.dedent("""
     import json, os, sys, time
     import numpy as np
     from lalm_eval.api import Adapter, Request, Response
@@ -57,7 +57,7 @@ SCRIPT = textwrap.dedent('''
         json.dump({"hits": adapter.hits, "misses": adapter.misses, "generated": adapter.n_generated,
                    "texts": [r.text for r in responses], "cached": [r.cached for r in responses],
                    "keys": [adapter.keyed(r).key for r in requests]}, f)
-''')
+""")
 
 
 def tone(i):
@@ -69,11 +69,18 @@ def run_child(tmp_path, tag, n=40, delay=0.05, wait=True):
     script = tmp_path / "child.py"
     script.write_text(SCRIPT)
     log, out = tmp_path / f"log_{tag}.txt", tmp_path / f"out_{tag}.json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-           "PYTHONHASHSEED": str(hash(tag) % 1000)}
-    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "cache.sqlite"), str(log),
-                             str(out), str(delay), str(n)], env=env, cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "PYTHONHASHSEED": str(hash(tag) % 1000),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path / "cache.sqlite"), str(log), str(out), str(delay), str(n)],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     if wait:
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err.decode()
@@ -128,8 +135,10 @@ def test_kill_and_resume_computes_each_request_once(tmp_path):
     res3 = json.loads(out3.read_text())
     assert logged(log3) == [] and res3["hits"] == 40 and res3["misses"] == 0 and all(res3["cached"])
     assert res3["texts"] == res2["texts"]
-    print(f"\nkill/resume: run1 computed {len(computed1)}, persisted {len(persisted1)}, "
-          f"in flight {len(in_flight)}; run2 computed {len(computed2)}; run3 computed 0")
+    print(
+        f"\nkill/resume: run1 computed {len(computed1)}, persisted {len(persisted1)}, "
+        f"in flight {len(in_flight)}; run2 computed {len(computed2)}; run3 computed 0"
+    )
 
 
 def test_audio_is_part_of_the_key():
@@ -144,26 +153,42 @@ def test_audio_is_part_of_the_key():
     assert request_key(IDENTITY, "h", 0, [a, b], MESSAGES, {}) != request_key(IDENTITY, "h", 0, [b, a], MESSAGES, {})
     assert request_key(IDENTITY, "h", 0, [a], MESSAGES, {}) != request_key(IDENTITY, "h", "0", [a], MESSAGES, {})
     assert request_key(IDENTITY, "h", 0, [a], MESSAGES, {}) != request_key(IDENTITY, "h2", 0, [a], MESSAGES, {})
-    assert request_key(IDENTITY, "h", 0, [a], MESSAGES, {}) != request_key({**IDENTITY, "dtype": "bf16"}, "h", 0,
-                                                                            [a], MESSAGES, {})
+    assert request_key(IDENTITY, "h", 0, [a], MESSAGES, {}) != request_key(
+        {**IDENTITY, "dtype": "bf16"}, "h", 0, [a], MESSAGES, {}
+    )
     # key order of dicts does not matter
-    assert request_key({"b": 1, "a": 2}, "h", 0, [a], MESSAGES, {"x": 1, "y": 2}) == \
-        request_key({"a": 2, "b": 1}, "h", 0, [a], MESSAGES, {"y": 2, "x": 1})
+    assert request_key({"b": 1, "a": 2}, "h", 0, [a], MESSAGES, {"x": 1, "y": 2}) == request_key(
+        {"a": 2, "b": 1}, "h", 0, [a], MESSAGES, {"y": 2, "x": 1}
+    )
 
 
 def test_same_inputs_same_key_across_processes():
-    code = ("import numpy as np, json\nfrom lalm_eval.cache import request_key\n"
-            "t = np.arange(1600) / 16000\n"
-            "a = (0.3 * np.sin(2 * np.pi * 210 * t)).astype(np.float32)\n"
-            f"print(request_key({IDENTITY!r}, 'h', 7, [a], json.loads({json.dumps(json.dumps(MESSAGES))}), "
-            "{'max_new_tokens': 8, 'until': ['\\n']}))")
+    code = (
+        "import numpy as np, json\nfrom lalm_eval.cache import request_key\n"
+        "t = np.arange(1600) / 16000\n"
+        "a = (0.3 * np.sin(2 * np.pi * 210 * t)).astype(np.float32)\n"
+        f"print(request_key({IDENTITY!r}, 'h', 7, [a], json.loads({json.dumps(json.dumps(MESSAGES))}), "
+        "{'max_new_tokens': 8, 'until': ['\\n']}))"
+    )
     keys = set()
     for seed in ("1", "2"):
-        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                             env={**os.environ, "PYTHONHASHSEED": seed}, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            check=True,
+        )
         keys.add(out.stdout.strip())
-    mine = request_key(IDENTITY, "h", 7, [tone(1)], [json.loads(json.dumps(m)) for m in MESSAGES],
-                       {"max_new_tokens": 8, "until": ["\n"]})
+    mine = request_key(
+        IDENTITY,
+        "h",
+        7,
+        [tone(1)],
+        [json.loads(json.dumps(m)) for m in MESSAGES],
+        {"max_new_tokens": 8, "until": ["\n"]},
+    )
     assert keys == {mine}
 
 
@@ -206,16 +231,21 @@ def test_duplicates_generated_once_and_length_mismatch_raises(tmp_path):
     class Short(Flaky):
         def generate(self, requests, batch_size=1):
             return []
+
     with pytest.raises(Exception, match="returned 0 responses"):
         CachedAdapter(Short(), ResponseCache(tmp_path / "d.sqlite")).generate([r])
 
 
 def test_concurrent_writers_share_one_file(tmp_path):
-    code = ("import sys\nfrom lalm_eval.api import Response\nfrom lalm_eval.cache import ResponseCache\n"
-            "c = ResponseCache(sys.argv[1])\n"
-            "for i in range(150):\n    c.put_many([(f'{sys.argv[2]}-{i}', Response(str(i)))])\n")
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "c.sqlite"), f"rank{r}"], cwd=ROOT)
-             for r in range(3)]
+    code = (
+        "import sys\nfrom lalm_eval.api import Response\nfrom lalm_eval.cache import ResponseCache\n"
+        "c = ResponseCache(sys.argv[1])\n"
+        "for i in range(150):\n    c.put_many([(f'{sys.argv[2]}-{i}', Response(str(i)))])\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "c.sqlite"), f"rank{r}"], cwd=ROOT)
+        for r in range(3)
+    ]
     assert all(p.wait(timeout=120) == 0 for p in procs)
     cache = ResponseCache(tmp_path / "c.sqlite")
     assert len(cache) == 450

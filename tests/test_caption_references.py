@@ -57,9 +57,18 @@ def corpus_dir(tmp_path_factory, corpus):
             rel = Path("audio") / sid / utt.audio.name
             (root / "data" / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(utt.audio, root / "data" / rel)
-            lines.append({"id": utt.id, "speaker": sid, "language": utt.language, "text": utt.text,
-                          "duration": utt.duration, "audio": rel.as_posix(), "sampling_rate": utt.sampling_rate,
-                          "voice": utt.voice})
+            lines.append(
+                {
+                    "id": utt.id,
+                    "speaker": sid,
+                    "language": utt.language,
+                    "text": utt.text,
+                    "duration": utt.duration,
+                    "audio": rel.as_posix(),
+                    "sampling_rate": utt.sampling_rate,
+                    "voice": utt.voice,
+                }
+            )
     (root / "data" / "manifest.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     return root
 
@@ -76,16 +85,35 @@ def server():
 
 
 def config(kind: str) -> BuildConfig:
-    return load_preset("small", {"languages": ["en"], "audios_per_subject": {"train": 4, "test": 4},
-                                 "reasoning_per_subject": {"train": 0, "test": 0}, "templates_per_audio": 4,
-                                 "ad_max_seconds": 3.0, "caption_reference": kind, "enrollment": False})
+    return load_preset(
+        "small",
+        {
+            "languages": ["en"],
+            "audios_per_subject": {"train": 4, "test": 4},
+            "reasoning_per_subject": {"train": 0, "test": 0},
+            "templates_per_audio": 4,
+            "ad_max_seconds": 3.0,
+            "caption_reference": kind,
+            "enrollment": False,
+        },
+    )
 
 
 def build_kind(kind, out, corpus_dir, work, server=None):
-    llm = get_text_llm("openai", model="qwen3-thinking", base_url=server.base_url, api_key="k",
-                       retry_delay=0.01) if server else None
-    info = build(out, config(kind), corpus="embedded", corpus_dir=str(corpus_dir), work_dir=work,
-                 tasks=("recognition", "captioning"), llm=llm)
+    llm = (
+        get_text_llm("openai", model="qwen3-thinking", base_url=server.base_url, api_key="k", retry_delay=0.01)
+        if server
+        else None
+    )
+    info = build(
+        out,
+        config(kind),
+        corpus="embedded",
+        corpus_dir=str(corpus_dir),
+        work_dir=work,
+        tasks=("recognition", "captioning"),
+        llm=llm,
+    )
     return info, load_rows(out), (Path(out) / "README.md").read_text(encoding="utf-8")
 
 
@@ -97,7 +125,8 @@ def load_rows(out):
     rows = []
     for config_name in ("recognition", "captioning"):
         dd = load_dataset_fresh(out, config_name, cache_root=Path(str(out) + "_cache")).cast_column(
-            "audio", datasets.Audio(decode=False))
+            "audio", datasets.Audio(decode=False)
+        )
         rows += [r for split in dd for r in dd[split]]
     return rows
 
@@ -126,18 +155,24 @@ def target_text(row, corpus) -> str:
 
 # ---- parsing and validation ---------------------------------------------------------------------
 
+
 def test_qa_pairs_parse_in_the_printed_format_and_every_answer_names_the_speaker():
-    reply = ("question1: What does Amy oppose?, answer1: Amy opposes mandatory health interventions.\n\n"
-             "question2: What does Amy value?, answer2: Amy values personal freedom.\n"
-             "question3：Who speaks？，answer3：Amy。")
+    reply = (
+        "question1: What does Amy oppose?, answer1: Amy opposes mandatory health interventions.\n\n"
+        "question2: What does Amy value?, answer2: Amy values personal freedom.\n"
+        "question3：Who speaks？，answer3：Amy。"
+    )
     assert parse_qa_pairs(reply, "Amy") == [
         ("What does Amy oppose?", "Amy opposes mandatory health interventions."),
-        ("What does Amy value?", "Amy values personal freedom."), ("Who speaks？", "Amy。")]
+        ("What does Amy value?", "Amy values personal freedom."),
+        ("Who speaks？", "Amy。"),
+    ]
     with pytest.raises(ReplyInvalid, match="exactly 3 pairs"):
         parse_qa_pairs("question1: A?, answer1: Amy.\nquestion2: B?, answer2: Amy.", "Amy")
     with pytest.raises(ReplyInvalid, match="answer2 does not contain the name Amy"):
-        parse_qa_pairs("question1: A?, answer1: Amy.\nquestion2: B?, answer2: She.\nquestion3: C?, answer3: Amy.",
-                       "Amy")
+        parse_qa_pairs(
+            "question1: A?, answer1: Amy.\nquestion2: B?, answer2: She.\nquestion3: C?, answer3: Amy.", "Amy"
+        )
 
 
 def test_a_summary_must_restate_the_transcript_and_name_the_speaker():
@@ -180,8 +215,21 @@ def test_summary_and_qa_need_an_llm_and_unknown_kinds_are_named(tmp_path, corpus
 
     monkeypatch.setattr(palm_bench.export, "build", no_build)
     # refused before any planning work, naming the option to add
-    assert main(["build", "--out", str(tmp_path / "o"), "--corpus-dir", str(corpus_dir), "--caption-reference",
-                 "summary", "--no-cache"]) == 2
+    assert (
+        main(
+            [
+                "build",
+                "--out",
+                str(tmp_path / "o"),
+                "--corpus-dir",
+                str(corpus_dir),
+                "--caption-reference",
+                "summary",
+                "--no-cache",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "--caption-reference summary needs a text LLM" in err and "--llm" in err
     assert not (tmp_path / "o").exists()
@@ -189,11 +237,14 @@ def test_summary_and_qa_need_an_llm_and_unknown_kinds_are_named(tmp_path, corpus
 
 # ---- builds -------------------------------------------------------------------------------------
 
+
 def test_default_transcript_references_are_recorded_and_the_card_calls_it_a_deviation(transcript_build):
     info, rows, card = transcript_build
     kinds = Counter((r["task"], r["label"], r["caption_reference"]) for r in rows)
-    assert {k for k in kinds if k[0] == "captioning"} == {("captioning", "positive", "transcript"),
-                                                          ("captioning", "negative", "refusal")}
+    assert {k for k in kinds if k[0] == "captioning"} == {
+        ("captioning", "positive", "transcript"),
+        ("captioning", "negative", "refusal"),
+    }
     assert all(r["caption_reference"] == "" for r in rows if r["task"] == "recognition")
     assert info["plan"]["caption_reference"] == {"kind": "transcript"}
     assert "**Captioning references: `transcript`.**" in card and "**Deviation from the paper**" in card
@@ -219,10 +270,12 @@ def test_summary_references_come_from_the_llm_without_its_trace(summary_build, c
     assert set(recorded["prompts"]) == {"caption_summary.en.j2", "caption_summary.zh.j2"}
     # the prompt is Table 24's, verbatim, with the utterance attached
     prompt = next(rec.prompt for rec in server.records if "summarization assistant" in rec.prompt)
-    assert prompt.startswith("You are a professional text summarization assistant. Please concisely summarize, the "
-                             "textual content of this audio transcription. Even if the transcription is very short, "
-                             "you must restate it in your own words and must not output a summary that is identical "
-                             "to the original text.")
+    assert prompt.startswith(
+        "You are a professional text summarization assistant. Please concisely summarize, the "
+        "textual content of this audio transcription. Even if the transcription is very short, "
+        "you must restate it in your own words and must not output a summary that is identical "
+        "to the original text."
+    )
 
 
 def test_qa_rows_three_per_positive_audio_naming_the_target_and_refusals_for_absent_ones(qa_build, corpus):
@@ -248,7 +301,8 @@ def test_qa_rows_three_per_positive_audio_naming_the_target_and_refusals_for_abs
             assert len({r["template_id"] for r in audio_rows}) == 7  # three Table 13 questions not yet asked
             assert all(r["template_id"].startswith("cap_neg") and r["absent"] == [head["target"]] for r in added)
     assert info["plan"]["caption_reference"]["rows_written"]["qa"] == 3 * sum(
-        v[0]["label"] == "positive" for v in by_audio.values())
+        v[0]["label"] == "positive" for v in by_audio.values()
+    )
 
 
 def test_a_rebuild_asks_the_llm_nothing(tmp_path, corpus_dir, work, server, summary_build, qa_build):

@@ -72,14 +72,22 @@ def mix(*audios):
     return np.concatenate(parts).astype(np.float32)
 
 
-def request(kind: str | None, question: str, audio, doc_id: int = 0, zh: bool = False, task: str = "any_name",
-            suffix: str = "") -> Request:
+def request(
+    kind: str | None, question: str, audio, doc_id: int = 0, zh: bool = False, task: str = "any_name", suffix: str = ""
+) -> Request:
     """A request of a task that declares ``answer_kind: kind`` (None: declares none), named ``task``."""
-    text = ("请听这段音频，然后回答问题。\n问题：" if zh else "Listen to the audio, then answer the question.\nQuestion: ")
+    text = (
+        "请听这段音频，然后回答问题。\n问题：" if zh else "Listen to the audio, then answer the question.\nQuestion: "
+    )
     meta = {"version": 1.0} if kind is None else {"version": 1.0, "answer_kind": kind}
-    return Request(task, doc_id, (audio,), ({"role": "user", "content": [
-        {"type": "audio"}, {"type": "text", "text": text + question + suffix}]},), {"max_new_tokens": 128},
-        task_metadata=meta)
+    return Request(
+        task,
+        doc_id,
+        (audio,),
+        ({"role": "user", "content": [{"type": "audio"}, {"type": "text", "text": text + question + suffix}]},),
+        {"max_new_tokens": 128},
+        task_metadata=meta,
+    )
 
 
 def ask(adapter, *reqs) -> list[str]:
@@ -90,8 +98,16 @@ def ask(adapter, *reqs) -> list[str]:
 
 def test_requests_carry_no_ground_truth():
     # by construction: the adapter sees only these fields, none of them an answer or a label
-    assert {f.name for f in dataclasses.fields(Request)} == {"task", "doc_id", "audios", "messages",
-                                                             "gen_kwargs", "key", "task_metadata", "subjects"}
+    assert {f.name for f in dataclasses.fields(Request)} == {
+        "task",
+        "doc_id",
+        "audios",
+        "messages",
+        "gen_kwargs",
+        "key",
+        "task_metadata",
+        "subjects",
+    }
 
 
 def test_calibration_and_identity(adapter):
@@ -108,27 +124,33 @@ def test_calibration_and_identity(adapter):
 def test_presence_one_and_two_speakers(adapter, clips):
     one = clips["en_s01"][0]
     two = mix(clips["en_s02"][0], clips["en_s04"][0])
-    a1, a2, a3 = ask(adapter,
-                     request("recognition", "Is Alice speaking in this audio?", one),
-                     request("recognition", "Did Bob speak during this conversation?", one, 1),
-                     request("recognition", "Does this conversation include Alice, Bob and David?", two, 2))
+    a1, a2, a3 = ask(
+        adapter,
+        request("recognition", "Is Alice speaking in this audio?", one),
+        request("recognition", "Did Bob speak during this conversation?", one, 1),
+        request("recognition", "Does this conversation include Alice, Bob and David?", two, 2),
+    )
     assert a1 == "Yes, Alice is speaking in this audio."
     assert a2 == "No, Bob is not speaking in this audio."
-    assert a3 == ("Alice is not speaking in this audio. Bob is speaking in this audio. "
-                  "David is speaking in this audio.")
+    assert a3 == (
+        "Alice is not speaking in this audio. Bob is speaking in this audio. David is speaking in this audio."
+    )
 
 
 def test_unenrolled_speaker_is_not_a_subject(adapter, clips):
-    (answer,) = ask(adapter, request("recognition", "Is David's voice in the audio?",
-                                     mix(clips["en_n01"][0], clips["en_s01"][0])))
+    (answer,) = ask(
+        adapter, request("recognition", "Is David's voice in the audio?", mix(clips["en_n01"][0], clips["en_s01"][0]))
+    )
     assert answer == "No, David is not speaking in this audio."
 
 
 def test_analysis_is_cached_per_audio(adapter, clips):
     audio = mix(clips["en_s01"][0], clips["en_s04"][0])
     before = adapter.counters["audios_analysed"]
-    ask(adapter, *[request("recognition", f"Is {n} speaking?", audio, i)
-                   for i, n in enumerate(["Alice", "Bob", "David"])])
+    ask(
+        adapter,
+        *[request("recognition", f"Is {n} speaking?", audio, i) for i, n in enumerate(["Alice", "Bob", "David"])],
+    )
     assert adapter.counters["audios_analysed"] == before + 1
 
 
@@ -137,14 +159,13 @@ def test_captioning_transcribes_the_target_only(adapter, clips):
     audio, text = clips["en_s02"]
     (answer,) = ask(adapter, request("captioning", "What did Bob talk about?", mix(clips["en_s04"][0], audio)))
     assert answer.startswith("Bob says: ")
-    words = set(answer[len("Bob says: "):].lower().split())
+    words = set(answer[len("Bob says: ") :].lower().split())
     reference = set(re.findall(r"[a-z']+", text.lower()))
     assert len(words & reference) / len(reference) > 0.3, (answer, text)
 
 
 def test_absent_target_gets_a_refusal(adapter, clips):
-    (answer,) = ask(adapter, request("captioning", "Summarize what Alice was trying to say.",
-                                     clips["en_s02"][0]))
+    (answer,) = ask(adapter, request("captioning", "Summarize what Alice was trying to say.", clips["en_s02"][0]))
     assert answer == "Alice does not speak in this audio, so there is nothing to summarise."
 
 
@@ -158,16 +179,26 @@ def test_mandarin_question_gets_the_no_asr_answer(adapter, clips):
 
 
 def test_reasoning_and_cot_wrapping(adapter, clips):
-    (answer,) = ask(adapter, request("recognition", "Is Alice speaking?", clips["en_s01"][0],
-                                     suffix="\n<Reasoning> ... </Reasoning>\n<Answer> ... </Answer>"))
+    (answer,) = ask(
+        adapter,
+        request(
+            "recognition",
+            "Is Alice speaking?",
+            clips["en_s01"][0],
+            suffix="\n<Reasoning> ... </Reasoning>\n<Answer> ... </Answer>",
+        ),
+    )
     assert answer == "<Answer>Yes, Alice is speaking in this audio.</Answer>"
 
 
 def test_speaker_counting(adapter, clips):
     three = mix(clips["en_s01"][0], clips["en_s02"][0], clips["en_s04"][0])
     one = clips["en_s02"][0]
-    a3, a1 = ask(adapter, request("speaker_counting", "How many different speakers are there?", three),
-                 request("speaker_counting", "How many different speakers are there?", one, 1))
+    a3, a1 = ask(
+        adapter,
+        request("speaker_counting", "How many different speakers are there?", three),
+        request("speaker_counting", "How many different speakers are there?", one, 1),
+    )
     assert a3 == "There are three speakers in the conversation."
     assert a1 == "There is one speaker in the conversation."
     (zh,) = ask(adapter, request("speaker_counting", "这段录音里有几位不同的说话人？", three, 2, zh=True))
@@ -176,15 +207,20 @@ def test_speaker_counting(adapter, clips):
 
 @pytest.mark.skipif(not _has_pocketsphinx(), reason="pocketsphinx (extra 'asr') is not installed")
 def test_dialogue_transcription_format(adapter, clips):
-    (answer,) = ask(adapter, request("dialogue_transcription", "What does each speaker say?",
-                                     mix(clips["en_s01"][0], clips["en_s02"][0])))
+    (answer,) = ask(
+        adapter,
+        request("dialogue_transcription", "What does each speaker say?", mix(clips["en_s01"][0], clips["en_s02"][0])),
+    )
     assert re.fullmatch(r"\{spk_1: [^;]+; spk_2: [^;]+\}", answer), answer
 
 
 def test_unknown_task_and_unknown_name_cannot_determine(adapter, clips):
     before = adapter.counters["cannot_determine"]
-    a, b = ask(adapter, request("open_qa", "How old is the first speaker?", clips["en_s01"][0]),
-               request("recognition", "Is Zebulon speaking?", clips["en_s01"][0], 1))
+    a, b = ask(
+        adapter,
+        request("open_qa", "How old is the first speaker?", clips["en_s01"][0]),
+        request("recognition", "Is Zebulon speaking?", clips["en_s01"][0], 1),
+    )
     assert a == "I cannot determine this from the audio."
     assert "cannot determine" in b
     assert adapter.counters["cannot_determine"] == before + 2
@@ -192,9 +228,13 @@ def test_unknown_task_and_unknown_name_cannot_determine(adapter, clips):
 
 def test_corrupt_request_fails_alone(adapter, clips):
     good = clips["en_s01"][0]
-    out = adapter.generate([request("recognition", "Is Alice speaking?", good),
-                            request("recognition", "Is Alice speaking?", np.zeros(0, np.float32), 1),
-                            request("recognition", "Is Bob speaking?", good, 2)])
+    out = adapter.generate(
+        [
+            request("recognition", "Is Alice speaking?", good),
+            request("recognition", "Is Alice speaking?", np.zeros(0, np.float32), 1),
+            request("recognition", "Is Bob speaking?", good, 2),
+        ]
+    )
     assert [type(r) for r in out] == [Response] * 3
     assert out[0].text.startswith("Yes") and out[2].text.startswith("No")
     assert out[1].text is None and "empty" in out[1].error
@@ -283,8 +323,9 @@ def test_missing_pocketsphinx_fails_only_transcription(adapter, clips, monkeypat
     monkeypatch.setattr(adapter, "asr", PocketsphinxASR())
     monkeypatch.setattr(adapter, "_transcripts", type(adapter._transcripts)(8))
     audio = clips["en_s02"][0]
-    caption, presence = adapter.generate([request("captioning", "What did Bob say?", audio),
-                                          request("recognition", "Is Bob speaking?", audio, 1)])
+    caption, presence = adapter.generate(
+        [request("captioning", "What did Bob say?", audio), request("recognition", "Is Bob speaking?", audio, 1)]
+    )
     assert caption.text is None and "pip install 'lalm-eval[asr]'" in caption.error
     assert presence.text == "Yes, Bob is speaking in this audio."
 
@@ -301,7 +342,8 @@ def test_behaviour_follows_the_declared_kind_not_the_name(adapter, clips, caplog
             request("recognition", "Is Alice speaking?", clips["en_s01"][0], 1, task="whatever"),
             request(None, "How many different speakers are there?", three, 2, task="msu_t1_sr_speaker_counting"),
             request(None, "How many different speakers are there?", three, 3, task="msu_t1_sr_speaker_counting"),
-            request("emotion", "Is Alice happy?", clips["en_s01"][0], 4, task="palm_recognition"))
+            request("emotion", "Is Alice happy?", clips["en_s01"][0], 4, task="palm_recognition"),
+        )
     assert renamed == "There are three speakers in the conversation."
     assert unnamed == "Yes, Alice is speaking in this audio."
     assert undeclared == undeclared2 == unsupported == "I cannot determine this from the audio."
@@ -320,10 +362,17 @@ def test_every_builtin_task_declares_a_kind_the_cascade_knows():
 
     manager, book = TaskManager(), AnswerBook()
     names = [n for n in manager.all_tasks() if n.startswith(("palm_", "msu_t"))]
-    assert len([n for n in names if n.startswith("palm_")]) == 17 and len([n for n in names if n.startswith("msu_t")]) >= 25
-    expected = {"palm_recognition": "recognition", "palm_captioning": "captioning", "palm_reasoning": "reasoning",
-                "msu_t1_sr_speaker_counting": "speaker_counting",
-                "msu_t4_mst_dialogue_transcription": "dialogue_transcription"}
+    assert (
+        len([n for n in names if n.startswith("palm_")]) == 17
+        and len([n for n in names if n.startswith("msu_t")]) >= 25
+    )
+    expected = {
+        "palm_recognition": "recognition",
+        "palm_captioning": "captioning",
+        "palm_reasoning": "reasoning",
+        "msu_t1_sr_speaker_counting": "speaker_counting",
+        "msu_t4_mst_dialogue_transcription": "dialogue_transcription",
+    }
     for name in names:
         meta = manager.load_task(name).config.metadata
         declared = meta.get("answer_kind")

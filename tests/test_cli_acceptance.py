@@ -12,15 +12,35 @@ import pytest
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
     out = tmp_path_factory.mktemp("tiny") / "qwen2_audio"
-    subprocess.run([sys.executable, "-m", "lalm_eval.cli", "make-tiny-model", "qwen2_audio", str(out)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "lalm_eval.cli", "make-tiny-model", "qwen2_audio", str(out)],
+        check=True,
+        capture_output=True,
+    )
     return out
 
 
 def run_cli(tiny_model, out, cache, cwd):
-    cmd = [sys.executable, "-m", "lalm_eval.cli", "--model", "qwen2_audio", "--model_args",
-           f"pretrained={tiny_model}", "--tasks", "palm_recognition,msu_tier4", "--limit", "8",
-           "--batch_size", "4", "--output_path", str(out), "--log_samples", "--cache_dir", str(cache)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "lalm_eval.cli",
+        "--model",
+        "qwen2_audio",
+        "--model_args",
+        f"pretrained={tiny_model}",
+        "--tasks",
+        "palm_recognition,msu_tier4",
+        "--limit",
+        "8",
+        "--batch_size",
+        "4",
+        "--output_path",
+        str(out),
+        "--log_samples",
+        "--cache_dir",
+        str(cache),
+    ]
     return subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=cwd)
 
 
@@ -46,7 +66,18 @@ def test_acceptance_command_and_cached_rerun(tiny_model, tmp_path):
 
 
 def test_unknown_task_is_a_clear_error(tiny_model, tmp_path):
-    cmd = [sys.executable, "-m", "lalm_eval.cli", "--model", "qwen2_audio", "--model_args",
-           f"pretrained={tiny_model}", "--tasks", "palm_recogniton", "--cache_dir", str(tmp_path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "lalm_eval.cli",
+        "--model",
+        "qwen2_audio",
+        "--model_args",
+        f"pretrained={tiny_model}",
+        "--tasks",
+        "palm_recogniton",
+        "--cache_dir",
+        str(tmp_path),
+    ]
     res = subprocess.run(cmd, capture_output=True, text=True)
     assert res.returncode == 2 and "did you mean palm_recognition" in res.stderr

@@ -9,8 +9,13 @@ def test_corpus_info_json_meets_acceptance(tmp_path):
     env_cache = {"LALM_EVAL_CACHE": str(tmp_path)}
     import os
 
-    out = subprocess.run([sys.executable, "-m", "palm_bench.cli", "corpus-info", "--json"],
-                         capture_output=True, text=True, check=True, env={**os.environ, **env_cache})
+    out = subprocess.run(
+        [sys.executable, "-m", "palm_bench.cli", "corpus-info", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **env_cache},
+    )
     stats = json.loads(out.stdout)
     assert stats["languages"]["en"]["subjects"] >= 12
     assert stats["languages"]["zh"]["subjects"] >= 6

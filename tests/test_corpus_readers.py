@@ -8,8 +8,8 @@ import yaml
 
 from lalm_eval.audio.io import write_audio
 from lalm_eval.errors import ConfigError, DataError
-from palm_bench.corpus.embedded import INTEREST_FIELDS, PROFILE_FIELDS
 from lalm_eval.hub.readers import ReaderResult, Skip
+from palm_bench.corpus.embedded import INTEREST_FIELDS, PROFILE_FIELDS
 from palm_bench.corpus.folder import prepare_folder
 from palm_bench.corpus.ncssd import load_speaker_map, prepare_ncssd
 from palm_bench.corpus.types import Corpus
@@ -30,8 +30,14 @@ def write_dialogue(folder, dialog, turns, meta_key="utterents", lab=True):
     for turn, (spk, seconds, text, has_lab, meta) in enumerate(turns):
         write_clip(folder / f"{turn}_{spk}_d{dialog}.wav", seconds, text if has_lab else None)
         if meta is not None:
-            entry = {"index": turn, "duration": round(seconds, 2), "speaker": spk, "text": text,
-                     "sample_rate": SR, **meta}
+            entry = {
+                "index": turn,
+                "duration": round(seconds, 2),
+                "speaker": spk,
+                "text": text,
+                "sample_rate": SR,
+                **meta,
+            }
             entries[str(turn)] = {k: v for k, v in entry.items() if v is not None}
     (folder / "metadata.json").write_text(json.dumps({"dialog": dialog, meta_key: entries}, ensure_ascii=False))
 
@@ -39,21 +45,34 @@ def write_dialogue(folder, dialog, turns, meta_key="utterents", lab=True):
 @pytest.fixture
 def ncssd_dir(tmp_path):
     root = tmp_path / "NCSSD"
-    write_dialogue(root / "C-EN" / "0", 0, [
-        (0, 1.0, "Hello there.", True, {}),
-        (1, 1.5, "Hi, how are you?", True, {}),
-        (0, 0.5, "See you.", False, {}),  # no .lab: the metadata text is used
-    ])
-    write_dialogue(root / "C-EN" / "1", 1, [
-        (1, 0.8, "Where is it?", True, {}),
-        (0, 1.2, "Over there.", True, {}),
-        (1, 0.6, "Thanks.", True, {"text": None}),  # metadata entry missing 'text' -> skipped
-        (0, 0.7, "Orphan clip.", False, None),  # wav with no .lab and no metadata entry -> skipped
-    ])
-    write_dialogue(root / "R-ZH" / "0", 0, [
-        (0, 1.1, "你好。", True, {}),
-        (1, 0.9, "早上好。", True, {}),
-    ], meta_key="utterances")
+    write_dialogue(
+        root / "C-EN" / "0",
+        0,
+        [
+            (0, 1.0, "Hello there.", True, {}),
+            (1, 1.5, "Hi, how are you?", True, {}),
+            (0, 0.5, "See you.", False, {}),  # no .lab: the metadata text is used
+        ],
+    )
+    write_dialogue(
+        root / "C-EN" / "1",
+        1,
+        [
+            (1, 0.8, "Where is it?", True, {}),
+            (0, 1.2, "Over there.", True, {}),
+            (1, 0.6, "Thanks.", True, {"text": None}),  # metadata entry missing 'text' -> skipped
+            (0, 0.7, "Orphan clip.", False, None),  # wav with no .lab and no metadata entry -> skipped
+        ],
+    )
+    write_dialogue(
+        root / "R-ZH" / "0",
+        0,
+        [
+            (0, 1.1, "你好。", True, {}),
+            (1, 0.9, "早上好。", True, {}),
+        ],
+        meta_key="utterances",
+    )
     return root
 
 
@@ -61,11 +80,22 @@ def test_ncssd_counts_ids_texts_and_durations(ncssd_dir):
     corpus = prepare_ncssd(ncssd_dir)
     assert isinstance(corpus, Corpus) and isinstance(corpus, ReaderResult)
     assert [u.id for u in corpus.utterances] == [  # subsets in SUBSETS order, then dialogue, turn
-        "ncssd_r-zh_d0_t0", "ncssd_r-zh_d0_t1", "ncssd_c-en_d0_t0", "ncssd_c-en_d0_t1",
-        "ncssd_c-en_d0_t2", "ncssd_c-en_d1_t0", "ncssd_c-en_d1_t1"]
+        "ncssd_r-zh_d0_t0",
+        "ncssd_r-zh_d0_t1",
+        "ncssd_c-en_d0_t0",
+        "ncssd_c-en_d0_t1",
+        "ncssd_c-en_d0_t2",
+        "ncssd_c-en_d1_t0",
+        "ncssd_c-en_d1_t1",
+    ]
     assert sorted(corpus.speakers) == [
-        "ncssd_c-en_d0_s0", "ncssd_c-en_d0_s1", "ncssd_c-en_d1_s0", "ncssd_c-en_d1_s1",
-        "ncssd_r-zh_d0_s0", "ncssd_r-zh_d0_s1"]
+        "ncssd_c-en_d0_s0",
+        "ncssd_c-en_d0_s1",
+        "ncssd_c-en_d1_s0",
+        "ncssd_c-en_d1_s1",
+        "ncssd_r-zh_d0_s0",
+        "ncssd_r-zh_d0_s1",
+    ]
     by_id = {u.id: u for u in corpus.utterances}
     assert by_id["ncssd_c-en_d0_t1"].text == "Hi, how are you?"
     assert by_id["ncssd_c-en_d0_t2"].text == "See you."
@@ -123,8 +153,10 @@ def write_map(path):
     elif path.suffix == ".yaml":
         path.write_text(yaml.safe_dump(MAP, allow_unicode=True), encoding="utf-8")
     else:
-        path.write_text("key\tid\tname\tgender\n# comment\nR-ZH/0/0\tzh_subj01\t王芳\tfemale\n"
-                        "R-ZH/0/1\tzh_subj02\n", encoding="utf-8")
+        path.write_text(
+            "key\tid\tname\tgender\n# comment\nR-ZH/0/0\tzh_subj01\t王芳\tfemale\nR-ZH/0/1\tzh_subj02\n",
+            encoding="utf-8",
+        )
     return path
 
 
@@ -147,15 +179,21 @@ def test_ncssd_one_subject_over_several_dialogues(ncssd_dir, tmp_path):
     assert [s.id for s in corpus.subjects()] == ["en_subj01"]
     assert corpus.speakers["en_subj01"].name == "Ann"
     assert [u.id for u in corpus.utterances_of("en_subj01")] == [
-        "ncssd_c-en_d0_t0", "ncssd_c-en_d0_t2", "ncssd_c-en_d1_t1"]
+        "ncssd_c-en_d0_t0",
+        "ncssd_c-en_d0_t2",
+        "ncssd_c-en_d1_t1",
+    ]
 
 
-@pytest.mark.parametrize("content, field", [
-    ({"dialogue-3": "x"}, "dialogue-3"),
-    ({"3/0": {"name": "no id"}}, "3/0"),
-    ({"3/0": {"id": "a", "age": 3}}, "3/0"),
-    ({"3/0": {"id": "a", "name": "A"}, "4/1": {"id": "a", "name": "B"}}, "4/1"),
-])
+@pytest.mark.parametrize(
+    "content, field",
+    [
+        ({"dialogue-3": "x"}, "dialogue-3"),
+        ({"3/0": {"name": "no id"}}, "3/0"),
+        ({"3/0": {"id": "a", "age": 3}}, "3/0"),
+        ({"3/0": {"id": "a", "name": "A"}, "4/1": {"id": "a", "name": "B"}}, "4/1"),
+    ],
+)
 def test_speaker_map_errors_name_file_and_key(tmp_path, content, field):
     path = tmp_path / "map.json"
     path.write_text(json.dumps(content))
@@ -198,11 +236,17 @@ def folder_dir(tmp_path):
     (root / "bob" / "b3.wav").write_bytes(b"not audio at all")  # unreadable -> skipped
     (root / "bob" / "b3.txt").write_text("Broken.")
     write_clip(root / "carol" / "sub" / "c1.ogg", 0.6, "你好。", ".txt")
-    (root / "speakers.yaml").write_text(yaml.safe_dump({
-        "alice": {"name": "Alice", "gender": "female", "profile": PROFILE},
-        "bob": {"role": "negative", "gender": "male", "persona": "talks about trains"},
-        "carol": {"language": "zh"},
-    }, allow_unicode=True), encoding="utf-8")
+    (root / "speakers.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "alice": {"name": "Alice", "gender": "female", "profile": PROFILE},
+                "bob": {"role": "negative", "gender": "male", "persona": "talks about trains"},
+                "carol": {"language": "zh"},
+            },
+            allow_unicode=True,
+        ),
+        encoding="utf-8",
+    )
     return root
 
 
@@ -233,11 +277,14 @@ def test_folder_reader_without_speakers_file(folder_dir):
     assert corpus.subjects() == [] and len(corpus.negatives("en")) == 3
 
 
-@pytest.mark.parametrize("entry, field", [
-    ({"alice": {"profile": {"age": 30}}}, "occupation"),
-    ({"alice": {"nickname": "Al"}}, "alice"),
-    ({"alice": {"role": "boss"}}, "alice.role"),
-])
+@pytest.mark.parametrize(
+    "entry, field",
+    [
+        ({"alice": {"profile": {"age": 30}}}, "occupation"),
+        ({"alice": {"nickname": "Al"}}, "alice"),
+        ({"alice": {"role": "boss"}}, "alice.role"),
+    ],
+)
 def test_folder_speakers_file_errors(folder_dir, entry, field):
     (folder_dir / "speakers.yaml").write_text(yaml.safe_dump(entry))
     with pytest.raises(DataError) as err:

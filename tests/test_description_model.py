@@ -17,8 +17,10 @@ from tests.api_servers import OpenAIServer
 from tests.test_caption_references import SPEAKERS, corpus_dir  # noqa: F401 - the small corpus copy fixture
 
 SUBJECTS = [s for s in SPEAKERS if "_s" in s]
-TABLE_23_START = ("You are to produce an as-detailed-as-possible professional analysis report based only on this "
-                  "audio, focusing on the primary speaker only. The report must include the sections below.")
+TABLE_23_START = (
+    "You are to produce an as-detailed-as-possible professional analysis report based only on this "
+    "audio, focusing on the primary speaker only. The report must include the sections below."
+)
 TABLE_23_END = "• Do not output any extra explanation; provide the analysis results directly."
 
 
@@ -40,9 +42,14 @@ def work(tmp_path_factory):
 
 
 def config(**changes):
-    base = {"languages": ["en"], "audios_per_subject": {"train": 2, "test": 2},
-            "reasoning_per_subject": {"train": 0, "test": 0}, "templates_per_audio": 2, "ad_max_seconds": 3.0,
-            "enrollment": False}
+    base = {
+        "languages": ["en"],
+        "audios_per_subject": {"train": 2, "test": 2},
+        "reasoning_per_subject": {"train": 0, "test": 0},
+        "templates_per_audio": 2,
+        "ad_max_seconds": 3.0,
+        "enrollment": False,
+    }
     return load_preset("small", {**base, **changes})
 
 
@@ -52,23 +59,28 @@ def rows_of(out):
     from lalm_eval.hub.load import load_dataset_fresh
 
     dd = load_dataset_fresh(out, "recognition", cache_root=Path(str(out) + "_cache")).cast_column(
-        "audio", datasets.Audio(decode=False))
+        "audio", datasets.Audio(decode=False)
+    )
     return [r for split in dd for r in dd[split]]
 
 
 def test_spec_is_split_like_model_and_model_args():
     assert split_spec("openai_audio:model=m,base_url=http://127.0.0.1:8000/v1") == (
-        "openai_audio", "model=m,base_url=http://127.0.0.1:8000/v1")
+        "openai_audio",
+        "model=m,base_url=http://127.0.0.1:8000/v1",
+    )
     assert split_spec("qwen2_audio") == ("qwen2_audio", "")
 
 
 def test_openai_audio_writes_ad_with_table_23_and_hd_from_train_reference_audio(
-        tmp_path, corpus_dir, work, server, corpus, monkeypatch):  # noqa: F811 - fixture
+    tmp_path, corpus_dir, work, server, corpus, monkeypatch
+):  # noqa: F811 - fixture
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local-test")
     spec = f"openai_audio:model=qwen3-omni-thinking,base_url={server.base_url},retry_delay=0.01"
     cfg = config(description_model=spec, description_gen_kwargs={"max_new_tokens": 64, "do_sample": False})
-    info = build(tmp_path / "out", cfg, corpus="embedded", corpus_dir=str(corpus_dir), work_dir=work,
-                 tasks=("recognition",))
+    info = build(
+        tmp_path / "out", cfg, corpus="embedded", corpus_dir=str(corpus_dir), work_dir=work, tasks=("recognition",)
+    )
     recorded = info["plan"]["descriptions"]
     assert (recorded["ad"], recorded["hd"], recorded["model"]) == ("model", "model", "openai_audio")
     assert recorded["identity"]["model"] == "qwen3-omni-thinking" and recorded["generated"] == 2 * len(SUBJECTS)
@@ -103,18 +115,26 @@ def test_openai_audio_writes_ad_with_table_23_and_hd_from_train_reference_audio(
 
     # rebuilt: every description comes from the response cache
     n = len(server.records)
-    again = build(tmp_path / "again", cfg, corpus="embedded", corpus_dir=str(corpus_dir), work_dir=work,
-                  tasks=("recognition",))
+    again = build(
+        tmp_path / "again", cfg, corpus="embedded", corpus_dir=str(corpus_dir), work_dir=work, tasks=("recognition",)
+    )
     assert len(server.records) == n and again["plan"]["descriptions"]["cached"] == 2 * len(SUBJECTS)
 
     # the default stays the measured AD, and the card says so
-    plain = build(tmp_path / "plain", config(), corpus="embedded", corpus_dir=str(corpus_dir), work_dir=work,
-                  tasks=("recognition",))
+    plain = build(
+        tmp_path / "plain",
+        config(),
+        corpus="embedded",
+        corpus_dir=str(corpus_dir),
+        work_dir=work,
+        tasks=("recognition",),
+    )
     assert plain["plan"]["descriptions"]["ad"] == "measured"
     ads = {s["ad"] for r in rows_of(tmp_path / "plain") for s in r["subjects"]}
     assert ads and not any(a.startswith("AD from") for a in ads)
     assert "AD measured from each subject's train-split reference audio" in (
-        tmp_path / "plain" / "README.md").read_text(encoding="utf-8")
+        tmp_path / "plain" / "README.md"
+    ).read_text(encoding="utf-8")
 
 
 def test_a_failed_description_names_the_subject(tmp_path, corpus_dir, work, monkeypatch):  # noqa: F811
@@ -124,8 +144,14 @@ def test_a_failed_description_names_the_subject(tmp_path, corpus_dir, work, monk
     with OpenAIServer(answer=lambda rec: "<think>only thinking, never answering") as srv:
         spec = f"openai_audio:model=m,base_url={srv.base_url},retry_delay=0.01"
         with pytest.raises(DataError, match=r"subject en_s0\d.*empty"):
-            build(tmp_path / "o", config(description_model=spec), corpus="embedded", corpus_dir=str(corpus_dir),
-                  work_dir=work, tasks=("recognition",))
+            build(
+                tmp_path / "o",
+                config(description_model=spec),
+                corpus="embedded",
+                corpus_dir=str(corpus_dir),
+                work_dir=work,
+                tasks=("recognition",),
+            )
 
 
 def test_tiny_qwen2_audio_through_the_command_line(tmp_path, corpus_dir, corpus, work, monkeypatch):  # noqa: F811
@@ -136,12 +162,28 @@ def test_tiny_qwen2_audio_through_the_command_line(tmp_path, corpus_dir, corpus,
     model_dir = make_tiny_model("qwen2_audio", tmp_path / "tiny")
     monkeypatch.setattr(palm_bench.cli, "DEFAULT_CACHE", work)  # embeddings already cached
     out = tmp_path / "out"
-    args = ["build", "--out", str(out), "--corpus-dir", str(corpus_dir), "--tasks", "recognition",
-            "--description-model", f"qwen2_audio:pretrained={model_dir}",
-            "--set", "description_gen_kwargs={max_new_tokens: 6, do_sample: false}"]
+    args = [
+        "build",
+        "--out",
+        str(out),
+        "--corpus-dir",
+        str(corpus_dir),
+        "--tasks",
+        "recognition",
+        "--description-model",
+        f"qwen2_audio:pretrained={model_dir}",
+        "--set",
+        "description_gen_kwargs={max_new_tokens: 6, do_sample: false}",
+    ]
     for key, value in config().to_dict().items():
-        if key in ("languages", "audios_per_subject", "reasoning_per_subject", "templates_per_audio",
-                   "ad_max_seconds", "enrollment"):
+        if key in (
+            "languages",
+            "audios_per_subject",
+            "reasoning_per_subject",
+            "templates_per_audio",
+            "ad_max_seconds",
+            "enrollment",
+        ):
             args += ["--set", f"{key}={json.dumps(value)}"]
     assert palm_bench.cli.main(args) == 0
     info = json.loads((out / "build_info.json").read_text(encoding="utf-8"))
@@ -156,8 +198,17 @@ def test_tiny_qwen2_audio_through_the_command_line(tmp_path, corpus_dir, corpus,
     replies = {}
     for kind, stem in PROMPTS.items():
         text = str(_prompt(stem, "en", {"name": corpus.speakers[sid].name})).strip()
-        [reply] = adapter.generate([Request("direct", 0, (audio,), ({"role": "user", "content": [
-            {"type": "audio"}, {"type": "text", "text": text}]},), {"max_new_tokens": 6, "do_sample": False})])
+        [reply] = adapter.generate(
+            [
+                Request(
+                    "direct",
+                    0,
+                    (audio,),
+                    ({"role": "user", "content": [{"type": "audio"}, {"type": "text", "text": text}]},),
+                    {"max_new_tokens": 6, "do_sample": False},
+                )
+            ]
+        )
         replies[kind] = strip_thinking(reply.text)
     subject = rows[0]["subjects"][0]
     assert (subject["ad"], subject["hd"]) == (replies["ad"], replies["hd"])

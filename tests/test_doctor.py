@@ -87,8 +87,10 @@ def test_probe_runs_once_per_process(monkeypatch, fresh_probe):
 
 
 def test_missing_ffmpeg_names_the_debian_packages():
-    exc = RuntimeError("Could not load libtorchcodec. Likely causes: FFmpeg is not properly installed. "
-                       "FFmpeg version 5: libavutil.so.57: cannot open shared object file")
+    exc = RuntimeError(
+        "Could not load libtorchcodec. Likely causes: FFmpeg is not properly installed. "
+        "FFmpeg version 5: libavutil.so.57: cannot open shared object file"
+    )
     message = audio_io.diagnose_codec_failure(exc, "2.13.0+cpu", True, "0.13.0", ffmpeg_found=False)
     assert "cannot load FFmpeg's shared libraries" in message
     assert "apt-get install --no-install-recommends libavutil57 libavcodec59" in message
@@ -96,11 +98,13 @@ def test_missing_ffmpeg_names_the_debian_packages():
 
 
 def test_not_installed_and_abi_mismatch_diagnoses():
-    missing = audio_io.diagnose_codec_failure(ModuleNotFoundError("No module named 'torchcodec'"),
-                                              "2.13.0+cpu", True, None)
+    missing = audio_io.diagnose_codec_failure(
+        ModuleNotFoundError("No module named 'torchcodec'"), "2.13.0+cpu", True, None
+    )
     assert "torchcodec is not installed" in missing and "pip install 'torchcodec==0.13.0'" in missing
-    abi = audio_io.diagnose_codec_failure(OSError("libtorchcodec_core5.so: undefined symbol: _ZN3c10"),
-                                          "2.13.0+cpu", True, "0.12.0", ffmpeg_found=True)
+    abi = audio_io.diagnose_codec_failure(
+        OSError("libtorchcodec_core5.so: undefined symbol: _ZN3c10"), "2.13.0+cpu", True, "0.12.0", ffmpeg_found=True
+    )
     assert "built for another torch" in abi and "torchcodec==0.13.0" in abi
     other = audio_io.torchcodec_pin("2.15.1+cu130")
     assert "2.15" in other and "==" not in other  # no guessed pin for an untested torch
@@ -140,8 +144,17 @@ def test_doctor_core_path_exits_zero_and_says_what_is_missing(capsys, no_vllm_no
     (tmp_path / "cache" / "sub" / "blob").write_bytes(b"x" * 2_000_000)
     rc, out = _run_doctor(capsys)
     assert rc == 0, out
-    for name in ("python", "torch", "ffmpeg libraries", "torchcodec (decoding)", "datasets", "transformers",
-                 "core dependencies", "cache directory", "task folders"):
+    for name in (
+        "python",
+        "torch",
+        "ffmpeg libraries",
+        "torchcodec (decoding)",
+        "datasets",
+        "transformers",
+        "core dependencies",
+        "cache directory",
+        "task folders",
+    ):
         assert _line(out, name).startswith("ok "), _line(out, name)
     assert "round trip ok" in _line(out, "torchcodec (decoding)")
     assert "2.0 MB in 1 files" in _line(out, "cache directory")
@@ -209,8 +222,9 @@ def test_missing_extra_is_a_config_error_naming_it(monkeypatch):
 
 
 @pytest.mark.parametrize("bench", ["palm_bench", "msu_bench"])
-def test_benchmark_build_stops_before_planning_when_torchcodec_is_broken(bench, broken_torchcodec, monkeypatch,
-                                                                         tmp_path):
+def test_benchmark_build_stops_before_planning_when_torchcodec_is_broken(
+    bench, broken_torchcodec, monkeypatch, tmp_path
+):
     import importlib
 
     export = importlib.import_module(f"{bench}.export")

@@ -40,8 +40,9 @@ def test_mandarin_transcripts_are_hanzi(corpus):
 
 
 def test_derived_impostors_exist(corpus):
-    derived = [n for n in corpus.negatives()
-               if corpus.utterances_of(n.id)[0].voice.get("derived_from") in corpus.speakers]
+    derived = [
+        n for n in corpus.negatives() if corpus.utterances_of(n.id)[0].voice.get("derived_from") in corpus.speakers
+    ]
     assert {corpus.speakers[n.id].language for n in derived} == {"en", "zh"}
 
 

@@ -31,6 +31,7 @@ def test_benchmark_clis_print_project_errors_and_show_bugs(capsys):
     assert run(_parser(data_error), []) == 2
     assert "manifest.jsonl:3: field 'speaker': missing" in capsys.readouterr().err
     for bug in (KeyError("k"), ValueError("v"), FileNotFoundError("f")):
+
         def raises(args, bug=bug):
             raise bug
 

@@ -30,11 +30,20 @@ def dataset_dir(tmp_path_factory):
     for i in range(6):
         rows["question"].append(f"Who speaks in clip {i}?")
         rows["answer"].append("Alice" if i % 2 else "Bob")
-        rows["audio"].append({"bytes": flac(1 + i * 0.5, 200 + 50 * i), "path": None} if i != 4 else
-                             {"bytes": b"not audio", "path": None})
+        rows["audio"].append(
+            {"bytes": flac(1 + i * 0.5, 200 + 50 * i), "path": None}
+            if i != 4
+            else {"bytes": b"not audio", "path": None}
+        )
         rows["language"].append("en" if i < 3 else "zh")
-    features = datasets.Features({"question": datasets.Value("string"), "answer": datasets.Value("string"),
-                                  "audio": datasets.Audio(sampling_rate=16000), "language": datasets.Value("string")})
+    features = datasets.Features(
+        {
+            "question": datasets.Value("string"),
+            "answer": datasets.Value("string"),
+            "audio": datasets.Audio(sampling_rate=16000),
+            "language": datasets.Value("string"),
+        }
+    )
     ds = datasets.Dataset.from_dict(rows, features=features)
     files = export_dataset_dict({"main": datasets.DatasetDict({"test": ds})}, out)
     write_card(out, f"---\n{front_matter(files)}\n---\n")
@@ -96,7 +105,11 @@ class Scripted(Adapter):
                 out.append(Response(None, error="RuntimeError('boom')"))
                 continue
             answer = "Alice" if seconds > 2 else "Bob"
-            out.append(Response(f"<Reasoning>thinking</Reasoning> <Answer>{answer}</Answer>" if r.task == "who_cot" else answer))
+            out.append(
+                Response(
+                    f"<Reasoning>thinking</Reasoning> <Answer>{answer}</Answer>" if r.task == "who_cot" else answer
+                )
+            )
         return out
 
 
@@ -145,8 +158,15 @@ def test_limit_and_gen_kwargs_reach_the_request(task_dir, tmp_path):
             seen.extend(requests)
             return super().generate(requests, batch_size)
 
-    evaluate(Recorder(), ["who_plain"], include_path=[task_dir], limit=3, gen_kwargs={"max_new_tokens": 9,
-             "min_new_tokens": 2}, cache_dir=tmp_path / "c", use_cache=False)
+    evaluate(
+        Recorder(),
+        ["who_plain"],
+        include_path=[task_dir],
+        limit=3,
+        gen_kwargs={"max_new_tokens": 9, "min_new_tokens": 2},
+        cache_dir=tmp_path / "c",
+        use_cache=False,
+    )
     assert [r.doc_id for r in seen] == [0, 1, 2]
     assert all(r.gen_kwargs == {"max_new_tokens": 9, "min_new_tokens": 2} for r in seen)
     assert seen[0].messages[0]["content"][0] == {"type": "audio"}
@@ -170,22 +190,55 @@ def test_two_process_data_parallel_matches_one_process(task_dir, tmp_path):
     if shutil.which("torchrun") is None:
         pytest.skip("torchrun not installed")
     tiny = tmp_path / "tiny"
-    subprocess.run([sys.executable, "-m", "lalm_eval.cli", "make-tiny-model", "qwen2_audio", str(tiny)],
-                   check=True, capture_output=True)
-    common = ["--model", "qwen2_audio", "--model_args", f"pretrained={tiny}", "--tasks", "who_plain",
-              "--include_path", str(task_dir), "--batch_size", "2", "--log_samples",
-              "--gen_kwargs", "max_new_tokens=6"]
+    subprocess.run(
+        [sys.executable, "-m", "lalm_eval.cli", "make-tiny-model", "qwen2_audio", str(tiny)],
+        check=True,
+        capture_output=True,
+    )
+    common = [
+        "--model",
+        "qwen2_audio",
+        "--model_args",
+        f"pretrained={tiny}",
+        "--tasks",
+        "who_plain",
+        "--include_path",
+        str(task_dir),
+        "--batch_size",
+        "2",
+        "--log_samples",
+        "--gen_kwargs",
+        "max_new_tokens=6",
+    ]
     # one process, unchunked, filling the response cache c1
-    subprocess.run([sys.executable, "-m", "lalm_eval.cli", *common, "--output_path", str(tmp_path / "one"),
-                    "--cache_dir", str(tmp_path / "c1"), "--stream_chunk", "0"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lalm_eval.cli",
+            *common,
+            "--output_path",
+            str(tmp_path / "one"),
+            "--cache_dir",
+            str(tmp_path / "c1"),
+            "--stream_chunk",
+            "0",
+        ],
+        check=True,
+        capture_output=True,
+    )
 
     def torchrun(*args):
-        return subprocess.run(["torchrun", "--nproc_per_node", "2", "--master_port", "29517", "-m", "lalm_eval.cli",
-                               *common, *args], capture_output=True, text=True)
+        return subprocess.run(
+            ["torchrun", "--nproc_per_node", "2", "--master_port", "29517", "-m", "lalm_eval.cli", *common, *args],
+            capture_output=True,
+            text=True,
+        )
 
     # two processes, streamed 2 misses at a time: each chunk is split between the ranks
-    dp = torchrun("--output_path", str(tmp_path / "two"), "--cache_dir", str(tmp_path / "c2"), "--no_cache",
-                  "--stream_chunk", "2")
+    dp = torchrun(
+        "--output_path", str(tmp_path / "two"), "--cache_dir", str(tmp_path / "c2"), "--no_cache", "--stream_chunk", "2"
+    )
     assert dp.returncode == 0, dp.stderr[-2000:]
     assert len(glob.glob(str(tmp_path / "two" / "results_*.json"))) == 1  # only rank 0 writes
     assert "model calls: 3" in dp.stdout  # rank 0 generated its half of the 5 decodable docs
@@ -256,8 +309,9 @@ def test_chunk_size_changes_neither_requests_nor_scores_nor_files(task_dir, tmp_
     runs, seen, files = {}, {}, {}
     for chunk in (0, 1, 3, None):
         adapter = Scripted()
-        runs[chunk] = evaluate(adapter, ["who"], include_path=[task_dir], cache_dir=tmp_path / f"c{chunk}",
-                               stream_chunk=chunk, seed=3)
+        runs[chunk] = evaluate(
+            adapter, ["who"], include_path=[task_dir], cache_dir=tmp_path / f"c{chunk}", stream_chunk=chunk, seed=3
+        )
         seen[chunk] = adapter.seen
         out = write_outputs(runs[chunk], {"model": "scripted"}, tmp_path / f"out{chunk}", log_samples=True)
         files[chunk] = {name: path.read_bytes() for name, path in out.items() if name.startswith("samples_")}
@@ -284,9 +338,17 @@ def test_stream_chunk_size_rules():
 def test_streamed_docs_keep_no_audio_bytes():
     from lalm_eval.evaluator import light_doc
 
-    doc = {"question": "q", "audio": {"bytes": b"\x00" * 10, "path": "a.flac"},
-           "enrollment": [{"label": "Alice", "audio": {"bytes": b"x", "path": None}}],
-           "decoded": {"array": [0.1, 0.2], "sampling_rate": 16000}, "names": ("A", "B")}
-    assert light_doc(doc) == {"question": "q", "audio": {"bytes": None, "path": "a.flac"},
-                              "enrollment": [{"label": "Alice", "audio": {"bytes": None, "path": None}}],
-                              "decoded": {"array": None, "sampling_rate": 16000}, "names": ("A", "B")}
+    doc = {
+        "question": "q",
+        "audio": {"bytes": b"\x00" * 10, "path": "a.flac"},
+        "enrollment": [{"label": "Alice", "audio": {"bytes": b"x", "path": None}}],
+        "decoded": {"array": [0.1, 0.2], "sampling_rate": 16000},
+        "names": ("A", "B"),
+    }
+    assert light_doc(doc) == {
+        "question": "q",
+        "audio": {"bytes": None, "path": "a.flac"},
+        "enrollment": [{"label": "Alice", "audio": {"bytes": None, "path": None}}],
+        "decoded": {"array": None, "sampling_rate": 16000},
+        "names": ("A", "B"),
+    }

@@ -92,8 +92,14 @@ def _tiny_bert(folder, seed):
 
     src = get_model_path()
     torch.manual_seed(seed)
-    config = transformers.BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                     intermediate_size=37, max_position_embeddings=128)
+    config = transformers.BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=128,
+    )
     transformers.BertModel(config).save_pretrained(folder)
     transformers.AutoTokenizer.from_pretrained(src).save_pretrained(folder)
     return folder
@@ -106,10 +112,14 @@ def test_retrained_bertscore_backbone_is_not_served_stale_scores(tmp_path):
     from lalm_eval.metrics.scoring import ScoreItem, ScoringContext, make_metric
 
     backbone = _tiny_bert(tmp_path / "backbone", seed=0)
-    items = [ScoreItem("the cat sat on the mat", "a cat was sitting on the mat", {}, "q"),
-             ScoreItem("it rained all day", "the sun was shining", {}, "q")]
-    metric = make_metric({"metric": "bertscore", "backbone": str(backbone), "device": "cpu"},
-                         ScoringContext(cache_dir=tmp_path / "cache"))
+    items = [
+        ScoreItem("the cat sat on the mat", "a cat was sitting on the mat", {}, "q"),
+        ScoreItem("it rained all day", "the sun was shining", {}, "q"),
+    ]
+    metric = make_metric(
+        {"metric": "bertscore", "backbone": str(backbone), "device": "cpu"},
+        ScoringContext(cache_dir=tmp_path / "cache"),
+    )
     first = metric.compute(items)
     assert first.extra["computed"] == 2
     again = metric.compute(items)

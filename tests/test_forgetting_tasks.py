@@ -25,24 +25,57 @@ TM = TaskManager()
 
 # LibriSpeech test-clean fixture: (speaker, chapter, utterance, text, seconds). Each clip has its
 # own length, which is how the scripted model knows which one it hears.
-LIBRI = [("1089", "134686", "0000", "HE HOPED THERE WOULD BE STEW FOR DINNER", 0.30),
-         ("1089", "134686", "0001", "STUFF IT INTO YOU HIS BELLY COUNSELLED HIM", 0.35),
-         ("121", "121726", "0000", "ALSO A POPULAR CONTRIVANCE", 0.40)]
+LIBRI = [
+    ("1089", "134686", "0000", "HE HOPED THERE WOULD BE STEW FOR DINNER", 0.30),
+    ("1089", "134686", "0001", "STUFF IT INTO YOU HIS BELLY COUNSELLED HIM", 0.35),
+    ("121", "121726", "0000", "ALSO A POPULAR CONTRIVANCE", 0.40),
+]
 # AISHELL-1: test wavs (speaker, id, seconds); the transcript also has a train line, and one test
 # wav has no transcript line (skipped, counted).
-AISHELL_TEXT = {"BAC009S0764W0121": "甚至 出现 交易 几乎 停滞 的 情况",
-                "BAC009S0764W0122": "一二 线 城市 虽然 也 处于 调整 中",
-                "BAC009S0002W0122": "而 对 楼市 成交 抑制 作用 最 大 的 限 购"}
-AISHELL_WAVS = [("S0764", "BAC009S0764W0121", 0.30), ("S0764", "BAC009S0764W0122", 0.35),
-                ("S0764", "BAC009S0764W0199", 0.50)]
-MMAU = [{"id": "q1", "choices": ["Dog barking", "Car horn", "Rain", "Thunder"], "answer": "Car horn", "s": 0.30,
-         "task": "sound", "difficulty": "easy"},
-        {"id": "q2", "choices": ["Piano", "Guitar", "Violin", "Drums"], "answer": "Violin", "s": 0.35,
-         "task": "music", "difficulty": "hard"},
-        {"id": "q3", "choices": ["Piano", "Guitar"], "answer": "Flute", "s": 0.40, "task": "music",  # not a choice
-         "difficulty": "easy"},
-        {"id": "q4", "choices": ["happy", "sad", "angry"], "answer": "sad", "s": 0.45, "task": "speech",
-         "difficulty": "medium"}]
+AISHELL_TEXT = {
+    "BAC009S0764W0121": "甚至 出现 交易 几乎 停滞 的 情况",
+    "BAC009S0764W0122": "一二 线 城市 虽然 也 处于 调整 中",
+    "BAC009S0002W0122": "而 对 楼市 成交 抑制 作用 最 大 的 限 购",
+}
+AISHELL_WAVS = [
+    ("S0764", "BAC009S0764W0121", 0.30),
+    ("S0764", "BAC009S0764W0122", 0.35),
+    ("S0764", "BAC009S0764W0199", 0.50),
+]
+MMAU = [
+    {
+        "id": "q1",
+        "choices": ["Dog barking", "Car horn", "Rain", "Thunder"],
+        "answer": "Car horn",
+        "s": 0.30,
+        "task": "sound",
+        "difficulty": "easy",
+    },
+    {
+        "id": "q2",
+        "choices": ["Piano", "Guitar", "Violin", "Drums"],
+        "answer": "Violin",
+        "s": 0.35,
+        "task": "music",
+        "difficulty": "hard",
+    },
+    {
+        "id": "q3",
+        "choices": ["Piano", "Guitar"],
+        "answer": "Flute",
+        "s": 0.40,
+        "task": "music",  # not a choice
+        "difficulty": "easy",
+    },
+    {
+        "id": "q4",
+        "choices": ["happy", "sad", "angry"],
+        "answer": "sad",
+        "s": 0.45,
+        "task": "speech",
+        "difficulty": "medium",
+    },
+]
 
 # Replies of the "base" model by clip length, and what they cost:
 #   LibriSpeech: 0.30 exact (0 / 8 words); 0.35 "counseled" for COUNSELLED (1 substitution / 8);
@@ -51,19 +84,28 @@ MMAU = [{"id": "q1", "choices": ["Dog barking", "Car horn", "Rain", "Thunder"], 
 #   0.35 在 for 于 (1 substitution / 13)  →  CER = 1 / 26
 #   MMAU: q1 "B" (Car horn, right), q2 "It is a guitar." (wrong), q4 "The speaker sounds sad." (right)
 #   →  accuracy 2 / 3
-BASE = {"librispeech": {0.30: "He hoped there would be stew for dinner.",
-                        0.35: "Stuff it into you, his belly counseled him.",
-                        0.40: "Also a popular contrivance indeed."},
-        "aishell1": {0.30: "甚至出现交易几乎停滞的情况。", 0.35: "一二线城市虽然也处在调整中"},
-        "mmau": {0.30: "B", 0.35: "It is a guitar.", 0.45: "The speaker sounds sad."}}
+BASE = {
+    "librispeech": {
+        0.30: "He hoped there would be stew for dinner.",
+        0.35: "Stuff it into you, his belly counseled him.",
+        0.40: "Also a popular contrivance indeed.",
+    },
+    "aishell1": {0.30: "甚至出现交易几乎停滞的情况。", 0.35: "一二线城市虽然也处在调整中"},
+    "mmau": {0.30: "B", 0.35: "It is a guitar.", 0.45: "The speaker sounds sad."},
+}
 # a "tuned" model that forgot: every transcript drops its last word / character, MMAU all wrong
 #   LibriSpeech: 1 deletion each on top of the base's edits → (1 + 2 + 1) / 20 = 0.2
 #     (0.40: "Also a popular" → 1 deletion / 4)
 #   AISHELL-1: 0.30 drops 况 (1 / 13), 0.35 exact → CER 1 / 26; MMAU: "A", "A", "A" → 0 / 3
-TUNED = {"librispeech": {0.30: "He hoped there would be stew for", 0.35: "Stuff it into you his belly counseled",
-                         0.40: "Also a popular"},
-         "aishell1": {0.30: "甚至出现交易几乎停滞的情", 0.35: "一二线城市虽然也处于调整中"},
-         "mmau": {0.30: "A", 0.35: "A", 0.45: "A"}}
+TUNED = {
+    "librispeech": {
+        0.30: "He hoped there would be stew for",
+        0.35: "Stuff it into you his belly counseled",
+        0.40: "Also a popular",
+    },
+    "aishell1": {0.30: "甚至出现交易几乎停滞的情", 0.35: "一二线城市虽然也处于调整中"},
+    "mmau": {0.30: "A", 0.35: "A", 0.45: "A"},
+}
 TASK_CORPUS = {"asr_librispeech": "librispeech", "asr_aishell1": "aishell1", "mmau": "mmau"}
 
 
@@ -87,7 +129,8 @@ def make_aishell(root):
     base = root / "data_aishell"
     (base / "transcript").mkdir(parents=True)
     (base / "transcript" / "aishell_transcript_v0.8.txt").write_text(
-        "".join(f"{k} {v}\n" for k, v in AISHELL_TEXT.items()), encoding="utf-8")
+        "".join(f"{k} {v}\n" for k, v in AISHELL_TEXT.items()), encoding="utf-8"
+    )
     for spk, utt, s in AISHELL_WAVS:
         tone(base / "wav" / "test" / spk / f"{utt}.wav", s)
     tone(base / "wav" / "train" / "S0002" / "BAC009S0002W0122.wav", 0.6)
@@ -98,10 +141,21 @@ def make_mmau(root):
     items = []
     for q in MMAU:
         tone(root / "test-mini-audios" / f"{q['id']}.wav", q["s"])
-        items.append({"id": q["id"], "audio_id": f"./test-mini-audios/{q['id']}.wav", "question": "What is heard?",
-                      "choices": q["choices"], "answer": q["answer"], "dataset": "fixture", "task": q["task"],
-                      "split": "test-mini", "category": "fixture", "sub-category": "fixture",
-                      "difficulty": q["difficulty"]})
+        items.append(
+            {
+                "id": q["id"],
+                "audio_id": f"./test-mini-audios/{q['id']}.wav",
+                "question": "What is heard?",
+                "choices": q["choices"],
+                "answer": q["answer"],
+                "dataset": "fixture",
+                "task": q["task"],
+                "split": "test-mini",
+                "category": "fixture",
+                "sub-category": "fixture",
+                "difficulty": q["difficulty"],
+            }
+        )
     (root / "mmau-test-mini.json").write_text(json.dumps(items, indent=1))
     return root
 
@@ -109,14 +163,20 @@ def make_mmau(root):
 @pytest.fixture(scope="module")
 def copies(tmp_path_factory):
     root = tmp_path_factory.mktemp("copies")
-    return {"librispeech": make_librispeech(root / "ls"), "aishell1": make_aishell(root / "ai"),
-            "mmau": make_mmau(root / "mmau")}
+    return {
+        "librispeech": make_librispeech(root / "ls"),
+        "aishell1": make_aishell(root / "ai"),
+        "mmau": make_mmau(root / "mmau"),
+    }
 
 
 @pytest.fixture
 def env(copies, monkeypatch):
-    for corpus, var in (("librispeech", "LALM_EVAL_LIBRISPEECH"), ("aishell1", "LALM_EVAL_AISHELL1"),
-                        ("mmau", "LALM_EVAL_MMAU")):
+    for corpus, var in (
+        ("librispeech", "LALM_EVAL_LIBRISPEECH"),
+        ("aishell1", "LALM_EVAL_AISHELL1"),
+        ("mmau", "LALM_EVAL_MMAU"),
+    ):
         monkeypatch.setenv(var, str(copies[corpus]))
     return copies
 
@@ -138,8 +198,13 @@ def runs(copies, tmp_path_factory):
     out = tmp_path_factory.mktemp("runs")
     cache = out / "cache"
     saved = {k: os.environ.get(k) for k in ("LALM_EVAL_LIBRISPEECH", "LALM_EVAL_AISHELL1", "LALM_EVAL_MMAU")}
-    os.environ.update({"LALM_EVAL_LIBRISPEECH": str(copies["librispeech"]),
-                       "LALM_EVAL_AISHELL1": str(copies["aishell1"]), "LALM_EVAL_MMAU": str(copies["mmau"])})
+    os.environ.update(
+        {
+            "LALM_EVAL_LIBRISPEECH": str(copies["librispeech"]),
+            "LALM_EVAL_AISHELL1": str(copies["aishell1"]),
+            "LALM_EVAL_MMAU": str(copies["mmau"]),
+        }
+    )
     try:
         results = {}
         for label, replies in (("base", BASE), ("lora_attn", TUNED)):
@@ -170,7 +235,7 @@ def test_values_worked_out_by_hand(runs):
 def test_report_puts_the_forgetting_metrics_beside_the_base_model(runs):
     out, _ = runs
     text, _ = combine([out / "base", out / "lora_attn"])
-    table = text[text.index("## Forgetting"):]
+    table = text[text.index("## Forgetting") :]
     lines = [line for line in table.splitlines() if line.startswith("| ")]
     header = lines[0]
     assert "AISHELL-1 test (CER) · cer ↓" in header and "LibriSpeech test-clean (WER) · wer ↓" in header
@@ -200,8 +265,9 @@ def test_built_folder_and_skips(env, tmp_path):
         assert hook("aishell1", "test", tmp_path) == folder
     finally:
         hook.__globals__["_write"] = saved
-    mmau = datasets.load_dataset(TM.load_task("mmau").hook("prepare_dataset")("mmau", "test-mini", tmp_path),
-                                 "test-mini", split="test")
+    mmau = datasets.load_dataset(
+        TM.load_task("mmau").hook("prepare_dataset")("mmau", "test-mini", tmp_path), "test-mini", split="test"
+    )
     assert mmau["id"] == ["q1", "q2", "q4"] and mmau[1]["choices"] == ["Piano", "Guitar", "Violin", "Drums"]
     assert mmau["task"] == ["sound", "music", "speech"] and mmau["sub_category"] == ["fixture"] * 3
 
@@ -209,16 +275,19 @@ def test_built_folder_and_skips(env, tmp_path):
 def test_dataset_path_overrides_the_variable(copies, tmp_path, monkeypatch):
     monkeypatch.delenv("LALM_EVAL_LIBRISPEECH", raising=False)
     hook = TM.load_task("asr_librispeech").hook("prepare_dataset")
-    ds = datasets.load_dataset(hook(str(copies["librispeech"] / "LibriSpeech"), "test-clean", tmp_path),
-                               "test-clean", split="test")
+    ds = datasets.load_dataset(
+        hook(str(copies["librispeech"] / "LibriSpeech"), "test-clean", tmp_path), "test-clean", split="test"
+    )
     assert ds["id"] == ["1089-134686-0000", "1089-134686-0001", "121-121726-0000"]
     assert ds[2]["text"] == "ALSO A POPULAR CONTRIVANCE" and ds[2]["chapter"] == "121726"
 
 
 def test_missing_copy_names_the_variable_and_layout(tmp_path, monkeypatch):
-    for task, var, layout in (("asr_librispeech", "LALM_EVAL_LIBRISPEECH", "trans.txt"),
-                              ("asr_aishell1", "LALM_EVAL_AISHELL1", "aishell_transcript_v0.8.txt"),
-                              ("mmau", "LALM_EVAL_MMAU", "mmau-<split>.json")):
+    for task, var, layout in (
+        ("asr_librispeech", "LALM_EVAL_LIBRISPEECH", "trans.txt"),
+        ("asr_aishell1", "LALM_EVAL_AISHELL1", "aishell_transcript_v0.8.txt"),
+        ("mmau", "LALM_EVAL_MMAU", "mmau-<split>.json"),
+    ):
         monkeypatch.delenv(var, raising=False)
         t = TM.load_task(task)
         with pytest.raises(ConfigError, match=re.escape(var)) as e:

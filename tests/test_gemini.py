@@ -28,11 +28,17 @@ def server():
 
 
 def test_generation_and_thinking_config_on_the_wire(server):
-    adapter = GeminiAdapter(model="gemini-2.5-pro", base_url=server.base_url, thinking_budget=128,
-                            include_thoughts="true")
+    adapter = GeminiAdapter(
+        model="gemini-2.5-pro", base_url=server.base_url, thinking_budget=128, include_thoughts="true"
+    )
     req = request(gen={"max_gen_toks": 40, "do_sample": False, "top_k": 3, "seed": 9})
-    req = type(req)(req.task, 0, req.audios, ({"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
-                                              *req.messages), req.gen_kwargs)
+    req = type(req)(
+        req.task,
+        0,
+        req.audios,
+        ({"role": "system", "content": [{"type": "text", "text": "Be brief."}]}, *req.messages),
+        req.gen_kwargs,
+    )
     adapter.generate([req])
     rec = server.records[0]
     assert rec.path.endswith("/models/gemini-2.5-pro:generateContent")
@@ -51,15 +57,29 @@ def test_generation_and_thinking_config_on_the_wire(server):
 
 
 def test_thoughts_never_reach_the_answer(server):
-    server.script({"text": "Alice is speaking.", "thought": "The voice sounds like the reference clip.",
-                   "usage": {"promptTokenCount": 50, "candidatesTokenCount": 4, "thoughtsTokenCount": 30,
-                             "totalTokenCount": 84,
-                             "promptTokensDetails": [{"modality": "AUDIO", "tokenCount": 32}]}})
+    server.script(
+        {
+            "text": "Alice is speaking.",
+            "thought": "The voice sounds like the reference clip.",
+            "usage": {
+                "promptTokenCount": 50,
+                "candidatesTokenCount": 4,
+                "thoughtsTokenCount": 30,
+                "totalTokenCount": 84,
+                "promptTokensDetails": [{"modality": "AUDIO", "tokenCount": 32}],
+            },
+        }
+    )
     adapter = GeminiAdapter(model="gemini-2.5-flash", base_url=server.base_url, include_thoughts=True)
     (resp,) = adapter.generate([request()])
     assert resp.text == "Alice is speaking." and resp.meta["thoughts"].startswith("The voice sounds")
-    assert resp.meta["usage"] == {"prompt_tokens": 50, "completion_tokens": 4, "thoughts_tokens": 30,
-                                  "total_tokens": 84, "audio_tokens": 32}
+    assert resp.meta["usage"] == {
+        "prompt_tokens": 50,
+        "completion_tokens": 4,
+        "thoughts_tokens": 30,
+        "total_tokens": 84,
+        "audio_tokens": 32,
+    }
     assert resp.meta["cost_usd"] == pytest.approx((18 * 0.30 + 32 * 1.00 + 34 * 2.50) / 1e6)
 
 
@@ -68,7 +88,8 @@ def test_block_and_finish_reasons_are_failures(server):
     server.script({"refusal": True}, match="#1")
     server.script({"filter": True}, match="#2")
     blocked, language, safety, fine = GeminiAdapter(model="m", base_url=server.base_url).generate(
-        [request(i) for i in range(4)])
+        [request(i) for i in range(4)]
+    )
     assert blocked.failure == "content_filter" and "PROHIBITED_CONTENT" in blocked.error
     assert language.failure == "refusal" and safety.failure == "content_filter"
     assert fine.text and fine.meta["finish_reason"] == "STOP"
@@ -88,6 +109,12 @@ def test_cli_palm_and_msu_against_the_server(tmp_path_factory, tmp_path, monkeyp
     monkeypatch.setenv("GEMINI_API_KEY", SECRET)
     with GeminiServer() as server:
         server.script({"status": 503, "retry_after": "0.2"}, {"delay": 1.2}, {"block": "SAFETY"}, {"refusal": True})
-        check_cli_run("gemini", server, "model=gemini-2.5-flash,timeout=0.8,retry_delay=0.01,concurrency=4",
-                      ["palm", "msu", "palm_captioning_enroll"], tmp_path, retried=2,
-                      failures={"content_filter": 1, "refusal": 1})
+        check_cli_run(
+            "gemini",
+            server,
+            "model=gemini-2.5-flash,timeout=0.8,retry_delay=0.01,concurrency=4",
+            ["palm", "msu", "palm_captioning_enroll"],
+            tmp_path,
+            retried=2,
+            failures={"content_filter": 1, "refusal": 1},
+        )

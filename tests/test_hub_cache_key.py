@@ -15,8 +15,9 @@ FEATURES = Features({"id": Value("string"), "n": Value("int32")})
 
 
 def build(folder, n_rows: int, prefix: str, root: bool = True):
-    ds = datasets.Dataset.from_dict({"id": [f"{prefix}-{i}" for i in range(n_rows)], "n": list(range(n_rows))},
-                                    features=FEATURES)
+    ds = datasets.Dataset.from_dict(
+        {"id": [f"{prefix}-{i}" for i in range(n_rows)], "n": list(range(n_rows))}, features=FEATURES
+    )
     files = export_dataset_dict({"main": datasets.DatasetDict({"test": ds})}, folder)
     write_card(folder, "---\n" + front_matter(files, root=folder if root else None) + "\n---\n# fixture\n")
 

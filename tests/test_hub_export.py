@@ -53,9 +53,11 @@ def pcm(blob: bytes) -> np.ndarray:
 
 def make_split(prefix: str, freqs) -> datasets.Dataset:
     return datasets.Dataset.from_dict(
-        {"audio": [{"bytes": flac(f), "path": f"{prefix}_{i}.flac"} for i, f in enumerate(freqs)],
-         "id": [f"{prefix}-{i}" for i in range(len(freqs))],
-         "n": list(range(len(freqs)))},
+        {
+            "audio": [{"bytes": flac(f), "path": f"{prefix}_{i}.flac"} for i, f in enumerate(freqs)],
+            "id": [f"{prefix}-{i}" for i in range(len(freqs))],
+            "n": list(range(len(freqs))),
+        },
         features=FEATURES,
     )
 
@@ -73,10 +75,10 @@ def offline(monkeypatch, tmp_path):
 @pytest.fixture
 def configs():
     return {
-        "en": datasets.DatasetDict({"train": make_split("en_tr", [220, 330, 440]),
-                                    "test": make_split("en_te", [550, 660])}),
-        "zh": datasets.DatasetDict({"train": make_split("zh_tr", [250, 350]),
-                                    "test": make_split("zh_te", [450])}),
+        "en": datasets.DatasetDict(
+            {"train": make_split("en_tr", [220, 330, 440]), "test": make_split("en_te", [550, 660])}
+        ),
+        "zh": datasets.DatasetDict({"train": make_split("zh_tr", [250, 350]), "test": make_split("zh_te", [450])}),
     }
 
 
@@ -90,8 +92,7 @@ def exported(tmp_path, configs):
         "title": "Tiny test set",
         "description": "Sines.",
         "features": feature_rows(FEATURES),
-        "statistics": [{"config": c, "split": s, "rows": len(d)}
-                       for c, dd in configs.items() for s, d in dd.items()],
+        "statistics": [{"config": c, "split": s, "rows": len(d)} for c, dd in configs.items() for s, d in dd.items()],
         "repo_id": "org/tiny",
         "default_config": "en",
         "citation": "@misc{tiny, title={Tiny}}",
@@ -137,8 +138,7 @@ def test_load_dataset_restores_rows_audio_and_samples(exported, configs, offline
 
 def test_repeated_audio_stored_once_per_row_group(tmp_path):
     blob = flac(300, seconds=2.0, noise_seed=0)  # noise: FLAC can't shrink it, ~50 kB
-    rows = {"audio": [{"bytes": blob, "path": None}] * 8, "id": [f"q{i}" for i in range(8)],
-            "n": list(range(8))}
+    rows = {"audio": [{"bytes": blob, "path": None}] * 8, "id": [f"q{i}" for i in range(8)], "n": list(range(8))}
     dataset = datasets.Dataset.from_dict(rows, features=FEATURES)
     (path,) = write_split(dataset, tmp_path, "dedup", "test")
     size = os.path.getsize(path)
@@ -159,9 +159,11 @@ def test_shards_split_by_size_and_stale_shards_removed(tmp_path):
     blobs = [flac(200 + 10 * i, seconds=1.0, noise_seed=i) for i in range(6)]
     dataset = datasets.Dataset.from_dict(
         {"audio": [{"bytes": b, "path": None} for b in blobs], "id": list("abcdef"), "n": list(range(6))},
-        features=FEATURES)
-    shards = write_split(dataset, tmp_path, "c", "train", max_shard_bytes=len(blobs[0]) * 2 + 1000,
-                         rows_per_row_group=1)
+        features=FEATURES,
+    )
+    shards = write_split(
+        dataset, tmp_path, "c", "train", max_shard_bytes=len(blobs[0]) * 2 + 1000, rows_per_row_group=1
+    )
     assert [p.name for p in shards] == [f"train-0000{i}-of-00003.parquet" for i in range(3)]
     assert sum(pq.ParquetFile(p).metadata.num_rows for p in shards) == 6
     assert b"huggingface" in pq.read_schema(shards[0]).metadata
@@ -209,6 +211,7 @@ def test_render_card_is_strict():
 def _forbid_network(monkeypatch):
     def boom(*args, **kwargs):
         raise AssertionError("network call in a dry run")
+
     for name in ("create_repo", "upload_folder", "upload_file", "create_commit", "whoami", "repo_info"):
         monkeypatch.setattr(huggingface_hub.HfApi, name, boom)
 
@@ -249,18 +252,19 @@ def test_real_push_path_with_fake_client(exported, monkeypatch, capsys, caplog):
         calls["upload_folder"] = kwargs
         return huggingface_hub.CommitInfo(
             commit_url="https://huggingface.co/datasets/org/tiny/commit/abc123",
-            commit_message=kwargs["commit_message"], commit_description="", oid="abc123")
+            commit_message=kwargs["commit_message"],
+            commit_description="",
+            oid="abc123",
+        )
 
     monkeypatch.setattr(huggingface_hub.HfApi, "__init__", fake_init)
     monkeypatch.setattr(huggingface_hub.HfApi, "create_repo", fake_create_repo)
     monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", fake_upload_folder)
     caplog.set_level(logging.DEBUG)
 
-    report = push_folder(out, "org/tiny", token=FAKE_TOKEN, private=True, revision="main",
-                         commit_message="v1")
+    report = push_folder(out, "org/tiny", token=FAKE_TOKEN, private=True, revision="main", commit_message="v1")
     assert calls["init"] == {"token": FAKE_TOKEN}
-    assert calls["create_repo"] == {"repo_id": "org/tiny", "repo_type": "dataset", "exist_ok": True,
-                                    "private": True}
+    assert calls["create_repo"] == {"repo_id": "org/tiny", "repo_type": "dataset", "exist_ok": True, "private": True}
     upload = calls["upload_folder"]
     assert upload["repo_type"] == "dataset" and upload["repo_id"] == "org/tiny"
     assert upload["folder_path"] == str(out) and upload["revision"] == "main"

@@ -47,8 +47,13 @@ class ScriptedLLM(TextLLM):
 
     @property
     def settings(self):
-        return {"backend": "scripted", "model": self.model, "temperature": self.temperature,
-                "max_tokens": 64, "base_url": "http://nowhere"}
+        return {
+            "backend": "scripted",
+            "model": self.model,
+            "temperature": self.temperature,
+            "max_tokens": 64,
+            "base_url": "http://nowhere",
+        }
 
     @property
     def chats(self):
@@ -65,23 +70,28 @@ def response_of(chat):
 
 
 def item(i, **kw):
-    return JudgeItem(question=f"What does Bob say? ({i})", reference=f"Bob blesses the other person {i}.",
-                     response=f"resp-{i}", **kw)
+    return JudgeItem(
+        question=f"What does Bob say? ({i})", reference=f"Bob blesses the other person {i}.", response=f"resp-{i}", **kw
+    )
 
 
 # ---- prompts -----------------------------------------------------------------------------------
 
+
 def _paper_block(start: str, end: str) -> str:
     text = PALM_PAPER.read_text(encoding="utf-8")
-    body = text[text.index(start) + len(start):text.index(end)]
+    body = text[text.index(start) + len(start) : text.index(end)]
     return body.replace("$\\rightarrow$", "→").strip()
 
 
 @pytest.mark.skipif(not PALM_PAPER.is_file(), reason="paper text not available")
-@pytest.mark.parametrize("judge_cls, start, end", [
-    (PalmCaptioningJudge, "Prompt: Captioning Evaluation", "Table 25:"),
-    (PalmRecognitionJudge, "Prompt: Recognition Evaluation", "Table 26:"),
-])
+@pytest.mark.parametrize(
+    "judge_cls, start, end",
+    [
+        (PalmCaptioningJudge, "Prompt: Captioning Evaluation", "Table 25:"),
+        (PalmRecognitionJudge, "Prompt: Recognition Evaluation", "Table 26:"),
+    ],
+)
 def test_palm_prompts_contain_the_paper_tables_verbatim(judge_cls, start, end):
     table = _paper_block(start, end)
     assert len(table.splitlines()) > 40
@@ -127,8 +137,11 @@ def test_reasoning_judge_needs_target_and_profile():
 
 def test_msu_prompt_quotes_the_paper_and_picks_task_requirements():
     judge = MsuJudge(ScriptedLLM(verdict))
-    transcription = judge.render(JudgeItem("What does each speaker say?", "spk_1: hi", "hi",
-                                           context={"task_id": "msu_t4_mst_dialogue_transcription"}))
+    transcription = judge.render(
+        JudgeItem(
+            "What does each speaker say?", "spk_1: hi", "hi", context={"task_id": "msu_t4_mst_dialogue_transcription"}
+        )
+    )
     counting = judge.render(JudgeItem("How many speakers?", "Two.", "2", context={"task_id": "t1_sr_speaker_counting"}))
     generic = judge.render(JudgeItem("How many speakers?", "Two.", "2"))
     fallback = judge.render(JudgeItem("How many speakers?", "Two.", "2", context={"answer_type": "count"}))
@@ -137,17 +150,20 @@ def test_msu_prompt_quotes_the_paper_and_picks_task_requirements():
     assert "Task-specific requirements" not in generic
     if MSU_PAPER.is_file():
         paper = MSU_PAPER.read_text(encoding="utf-8")
-        quote = paper[paper.index("The evaluation uses a dedicated scoring prompt"):].split("\n")[0].strip()
+        quote = paper[paper.index("The evaluation uses a dedicated scoring prompt") :].split("\n")[0].strip()
         quote = quote.replace("$3$", "3")
         assert quote in generic
-        for definition in ("The model fails to perceive the audio accurately, resulting in an inaccurate or "
-                           "incomplete understanding of the input.",
-                           "The model fails to follow instructions for answer extraction, resulting in an "
-                           "incorrectly formatted response."):
+        for definition in (
+            "The model fails to perceive the audio accurately, resulting in an inaccurate or "
+            "incomplete understanding of the input.",
+            "The model fails to follow instructions for answer extraction, resulting in an "
+            "incorrectly formatted response.",
+        ):
             assert definition in paper and definition in MsuErrorTypeJudge(ScriptedLLM(verdict)).render(item(0))
 
 
 # ---- parsing, retry, failures ----------------------------------------------------------------------
+
 
 def test_valid_replies_give_scores_in_order_with_settings():
     llm = ScriptedLLM(lambda chat: verdict({"resp-0": 1, "resp-1": 0.5, "resp-2": 0}[response_of(chat)]))
@@ -158,18 +174,22 @@ def test_valid_replies_give_scores_in_order_with_settings():
     s = judge.settings
     assert s["judge"] == "palm_captioning" and s["model"] == "judge-model" and s["prompt_version"] == "1"
     import hashlib
+
     assert s["prompt_sha256"] == hashlib.sha256((PROMPTS_DIR / "palm_captioning.j2").read_bytes()).hexdigest()
     assert judge.last_stats == {"items": 3, "cached": 0, "asked": 3, "llm_calls": 3, "retried": 0, "failed": 0}
 
 
-@pytest.mark.parametrize("judge_cls, bad, good", [
-    (PalmCaptioningJudge, verdict(0.7), verdict(0.5)),               # 0.7 is not on the 0/0.5/1 scale
-    (PalmCaptioningJudge, '{"score": 1}', verdict(1)),               # comment missing
-    (PalmCaptioningJudge, verdict(True), verdict(1)),                # a bool is not a score
-    (PalmCaptioningJudge, verdict("1"), verdict(1)),                 # a string is not a score
-    (PalmRecognitionJudge, verdict(1.2), verdict(0.6)),              # out of [0, 1]
-    (PalmRecognitionJudge, "The score is 1.", "```json\n" + verdict(0.3) + "\n```"),  # no JSON at all
-])
+@pytest.mark.parametrize(
+    "judge_cls, bad, good",
+    [
+        (PalmCaptioningJudge, verdict(0.7), verdict(0.5)),  # 0.7 is not on the 0/0.5/1 scale
+        (PalmCaptioningJudge, '{"score": 1}', verdict(1)),  # comment missing
+        (PalmCaptioningJudge, verdict(True), verdict(1)),  # a bool is not a score
+        (PalmCaptioningJudge, verdict("1"), verdict(1)),  # a string is not a score
+        (PalmRecognitionJudge, verdict(1.2), verdict(0.6)),  # out of [0, 1]
+        (PalmRecognitionJudge, "The score is 1.", "```json\n" + verdict(0.3) + "\n```"),  # no JSON at all
+    ],
+)
 def test_invalid_reply_is_retried_once_with_a_format_reminder(judge_cls, bad, good):
     llm = ScriptedLLM(lambda chat: bad if len(chat) == 1 else good)
     judge = judge_cls(llm)
@@ -200,10 +220,16 @@ def test_recognition_accepts_paper_fractions():
 
 
 def msu_reply(**over):
-    reply = {"question_type": "progressive",
-             "sub_questions": [{"question": "emotions?", "score": 1}, {"question": "related?", "score": 0.5}],
-             "relevance": 5, "accuracy": 4, "causal_question": True, "causal_soundness": 3, "overall": 0.7,
-             "comment": "mostly right"}
+    reply = {
+        "question_type": "progressive",
+        "sub_questions": [{"question": "emotions?", "score": 1}, {"question": "related?", "score": 0.5}],
+        "relevance": 5,
+        "accuracy": 4,
+        "causal_question": True,
+        "causal_soundness": 3,
+        "overall": 0.7,
+        "comment": "mostly right",
+    }
     reply.update(over)
     return json.dumps(reply)
 
@@ -216,18 +242,21 @@ def test_msu_judge_scores_overall_on_the_papers_0_1_scale():
     assert [s["score"] for s in r.detail["sub_questions"]] == [1.0, 0.5]
 
 
-@pytest.mark.parametrize("bad, field", [
-    (dict(relevance=6), "relevance"),
-    (dict(accuracy=3.5), "accuracy"),
-    (dict(overall=70), "overall"),
-    (dict(overall=0.95), "overall"),                       # above the mean sub-question score 0.75
-    (dict(causal_question=False), "causal_soundness"),     # non-causal needs causal_soundness 5
-    (dict(causal_question="yes"), "causal_question"),
-    (dict(question_type="single"), "sub_questions"),       # single needs exactly one sub-question
-    (dict(question_type="nested"), "question_type"),
-    (dict(sub_questions=[]), "sub_questions"),
-    (dict(sub_questions=[{"question": "a", "score": 0.3}, {"question": "b", "score": 1}]), "score"),
-])
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        (dict(relevance=6), "relevance"),
+        (dict(accuracy=3.5), "accuracy"),
+        (dict(overall=70), "overall"),
+        (dict(overall=0.95), "overall"),  # above the mean sub-question score 0.75
+        (dict(causal_question=False), "causal_soundness"),  # non-causal needs causal_soundness 5
+        (dict(causal_question="yes"), "causal_question"),
+        (dict(question_type="single"), "sub_questions"),  # single needs exactly one sub-question
+        (dict(question_type="nested"), "question_type"),
+        (dict(sub_questions=[]), "sub_questions"),
+        (dict(sub_questions=[{"question": "a", "score": 0.3}, {"question": "b", "score": 1}]), "score"),
+    ],
+)
 def test_msu_judge_rejects_out_of_rubric_replies(bad, field):
     llm = ScriptedLLM(lambda chat: msu_reply(**bad))
     [r] = MsuJudge(llm).judge([item(0)])
@@ -236,9 +265,11 @@ def test_msu_judge_rejects_out_of_rubric_replies(bad, field):
 
 
 def test_error_type_classifier_is_not_a_failure():
-    replies = {"resp-0": {"error_type": "perceptual", "comment": "misheard"},
-               "resp-1": {"error_type": "Answer_Extraction", "comment": "partial"},
-               "resp-2": {"error_type": "hallucination", "comment": "?"}}
+    replies = {
+        "resp-0": {"error_type": "perceptual", "comment": "misheard"},
+        "resp-1": {"error_type": "Answer_Extraction", "comment": "partial"},
+        "resp-2": {"error_type": "hallucination", "comment": "?"},
+    }
     llm = ScriptedLLM(lambda chat: json.dumps(replies[response_of(chat)]))
     judge = MsuErrorTypeJudge(llm)
     results = judge.judge([item(0), item(1), item(2)])
@@ -287,6 +318,7 @@ def test_default_complete_each_isolates_a_failing_chat():
 
 # ---- cache ---------------------------------------------------------------------------------------
 
+
 def test_second_run_is_served_from_the_cache_and_failures_are_retried(tmp_path):
     broken = {"resp-2"}
     llm = ScriptedLLM(lambda chat: "nonsense" if response_of(chat) in broken else verdict(0.5))
@@ -310,16 +342,33 @@ def test_second_run_is_served_from_the_cache_and_failures_are_retried(tmp_path):
 def test_cache_key_changes_with_what_changes_the_verdict(tmp_path):
     chat = [{"role": "user", "content": "p"}]
     base = judge_key("j", "1", chat, {"backend": "openai", "model": "m", "temperature": 0.0, "max_tokens": 9})
-    same = judge_key("j", "1", chat, {"backend": "openai", "model": "m", "temperature": 0.0, "max_tokens": 9,
-                                      "base_url": "http://other", "concurrency": 16})
+    same = judge_key(
+        "j",
+        "1",
+        chat,
+        {
+            "backend": "openai",
+            "model": "m",
+            "temperature": 0.0,
+            "max_tokens": 9,
+            "base_url": "http://other",
+            "concurrency": 16,
+        },
+    )
     assert base == same
-    for other in (judge_key("k", "1", chat, {"backend": "openai", "model": "m", "temperature": 0.0, "max_tokens": 9}),
-                  judge_key("j", "2", chat, {"backend": "openai", "model": "m", "temperature": 0.0, "max_tokens": 9}),
-                  judge_key("j", "1", [{"role": "user", "content": "q"}], {"backend": "openai", "model": "m",
-                                                                          "temperature": 0.0, "max_tokens": 9}),
-                  judge_key("j", "1", chat, {"backend": "openai", "model": "n", "temperature": 0.0, "max_tokens": 9}),
-                  judge_key("j", "1", chat, {"backend": "openai", "model": "m", "temperature": 0.7, "max_tokens": 9}),
-                  judge_key("j", "1", chat, {"backend": "hf", "model": "m", "temperature": 0.0, "max_tokens": 9})):
+    for other in (
+        judge_key("k", "1", chat, {"backend": "openai", "model": "m", "temperature": 0.0, "max_tokens": 9}),
+        judge_key("j", "2", chat, {"backend": "openai", "model": "m", "temperature": 0.0, "max_tokens": 9}),
+        judge_key(
+            "j",
+            "1",
+            [{"role": "user", "content": "q"}],
+            {"backend": "openai", "model": "m", "temperature": 0.0, "max_tokens": 9},
+        ),
+        judge_key("j", "1", chat, {"backend": "openai", "model": "n", "temperature": 0.0, "max_tokens": 9}),
+        judge_key("j", "1", chat, {"backend": "openai", "model": "m", "temperature": 0.7, "max_tokens": 9}),
+        judge_key("j", "1", chat, {"backend": "hf", "model": "m", "temperature": 0.0, "max_tokens": 9}),
+    ):
         assert other != base
     # a different judge model misses the cache of the first
     cache_dir = tmp_path
@@ -372,9 +421,16 @@ def test_identical_items_are_asked_once_and_order_is_kept(tmp_path):
 def test_judge_cache_is_shared_between_connections(tmp_path):
     path = tmp_path / "j.sqlite"
     writer, reader = JudgeCache(path), JudgeCache(path)
-    assert writer.put_many([("k1", JudgeResult(0.5, {"comment": "x"}), "j"),
-                            ("k2", JudgeResult(None, {}, error="bad"), "j"),
-                            ("k3", JudgeResult(None, {"error_type": "perceptual"}), "j")]) == 2
+    assert (
+        writer.put_many(
+            [
+                ("k1", JudgeResult(0.5, {"comment": "x"}), "j"),
+                ("k2", JudgeResult(None, {}, error="bad"), "j"),
+                ("k3", JudgeResult(None, {"error_type": "perceptual"}), "j"),
+            ]
+        )
+        == 2
+    )
     got = reader.get_many(["k1", "k2", "k3", "k4"])
     assert set(got) == {"k1", "k3"} and got["k1"].score == 0.5 and got["k1"].cached
     assert got["k3"].score is None and got["k3"].ok and got["k3"].detail == {"error_type": "perceptual"}
@@ -400,6 +456,7 @@ def test_judge_cache_is_shared_between_connections(tmp_path):
 
 # ---- registry, specs ---------------------------------------------------------------------------------
 
+
 def test_registry_lists_the_five_judges():
     assert JUDGES.names() == ["msu", "msu_error_type", "palm_captioning", "palm_reasoning", "palm_recognition"]
     assert JUDGES.get("msu") is MsuJudge and JUDGES.get("palm_reasoning") is PalmReasoningJudge
@@ -414,9 +471,15 @@ def test_judge_llm_from_spec(monkeypatch):
     llm = judge_llm_from_spec("openai:model=gpt-4o-mini,base_url=http://127.0.0.1:8000/v1,concurrency=8,temperature=0")
     assert isinstance(llm, OpenAIChatLLM)
     assert (llm.model, llm.base_url, llm.concurrency, llm.temperature) == (
-        "gpt-4o-mini", "http://127.0.0.1:8000/v1", 8, 0.0)
+        "gpt-4o-mini",
+        "http://127.0.0.1:8000/v1",
+        8,
+        0.0,
+    )
     assert parse_judge_spec("openai:model=2024-05-13,max_tokens=64") == (
-        "openai", {"model": "2024-05-13", "max_tokens": 64})
+        "openai",
+        {"model": "2024-05-13", "max_tokens": 64},
+    )
     assert parse_judge_spec("hf:pretrained=/models/qwen") == ("hf", {"pretrained": "/models/qwen"})
     hf = judge_llm_from_spec("hf:pretrained=/nonexistent/model,batch_size=4")  # built lazily: nothing loaded
     assert type(hf).__name__ == "TransformersChatLLM" and hf.batch_size == 4 and hf._model is None

@@ -25,9 +25,14 @@ def completion(text):
 
 
 def profile_for(name):
-    return {"age": 31, "occupation": "Bakery owner", "personality": "Warm and practical.",
-            "interests": {k: f"{name} likes {k}." for k in INTEREST_FIELDS},
-            "speaking_style": "Calm and direct.", "intro": f"{name} runs a small bakery."}
+    return {
+        "age": 31,
+        "occupation": "Bakery owner",
+        "personality": "Warm and practical.",
+        "interests": {k: f"{name} likes {k}." for k in INTEREST_FIELDS},
+        "speaking_style": "Calm and direct.",
+        "intro": f"{name} runs a small bakery.",
+    }
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -152,8 +157,7 @@ def test_connection_error_is_retried_then_raised(monkeypatch):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    llm = get_text_llm("openai", model="m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1,
-                       retry_delay=0.01)
+    llm = get_text_llm("openai", model="m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1, retry_delay=0.01)
     with pytest.raises(LLMError) as err:
         llm.complete([[{"role": "user", "content": "x"}]])
     assert f"127.0.0.1:{port}" in str(err.value) and "2 attempts" in str(err.value)
@@ -213,7 +217,9 @@ def test_invalid_profile_then_valid_one(server):
     srv = server(lambda i, b, h: (200, completion(json.dumps(bad if i == 0 else profile_for("Ada"))), 0.0))
     assert generate_profiles(llm_for(srv), SPEAKERS[:1], TRANSCRIPTS)["a1"]["age"] == 31
     assert "age" in srv.requests[1]["body"]["messages"][2]["content"]
-    srv = server(lambda i, b, h: (200, completion(json.dumps({**profile_for("Ada"), "interests": {"movie": "x"}})), 0.0))
+    srv = server(
+        lambda i, b, h: (200, completion(json.dumps({**profile_for("Ada"), "interests": {"movie": "x"}})), 0.0)
+    )
     with pytest.raises(DataError, match="interests"):
         generate_profiles(llm_for(srv), SPEAKERS[:1], TRANSCRIPTS)
     with pytest.raises(DataError, match="a1"):
@@ -222,12 +228,31 @@ def test_invalid_profile_then_valid_one(server):
 
 def test_generate_human_descriptions_uses_measurements(server):
     meas = VoiceMeasurements(
-        language="en", n_clips=3, audio_seconds=9.0, speech_seconds=8.0, voiced_seconds=5.0,
-        f0_mean_hz=121.0, f0_median_hz=119.0, f0_p10_hz=100.0, f0_p90_hz=140.0, f0_std_hz=12.0,
-        f0_std_semitones=1.7, f0_upper_excursion_hz=21.0, rate_unit="words", rate_units=30,
-        rate_per_minute=225.0, bands=tuple(BandShare(lo, hi, s) for (lo, hi), s in zip(
-            ((0, 300), (300, 1000), (1000, 3000), (3000, 5000), (5000, None)), (0.4, 0.4, 0.15, 0.04, 0.01))),
-        band_basis="voiced", rms_mean_dbfs=-20.0, rms_peak_dbfs=-8.0)
+        language="en",
+        n_clips=3,
+        audio_seconds=9.0,
+        speech_seconds=8.0,
+        voiced_seconds=5.0,
+        f0_mean_hz=121.0,
+        f0_median_hz=119.0,
+        f0_p10_hz=100.0,
+        f0_p90_hz=140.0,
+        f0_std_hz=12.0,
+        f0_std_semitones=1.7,
+        f0_upper_excursion_hz=21.0,
+        rate_unit="words",
+        rate_units=30,
+        rate_per_minute=225.0,
+        bands=tuple(
+            BandShare(lo, hi, s)
+            for (lo, hi), s in zip(
+                ((0, 300), (300, 1000), (1000, 3000), (3000, 5000), (5000, None)), (0.4, 0.4, 0.15, 0.04, 0.01)
+            )
+        ),
+        band_basis="voiced",
+        rms_mean_dbfs=-20.0,
+        rms_peak_dbfs=-8.0,
+    )
     srv = server(lambda i, b, h: (200, completion('{"description": "A low, calm voice."}'), 0.0))
     out = generate_human_descriptions(llm_for(srv), SPEAKERS[:1], {"a1": meas}, notes={"a1": "a TTS voice"})
     assert out == {"a1": "A low, calm voice."}
@@ -237,8 +262,10 @@ def test_generate_human_descriptions_uses_measurements(server):
 
 # ---- the local transformers backend ("hf") ------------------------------------------------------
 
-CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-                 "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 
 
 def _tiny_chat_lm(folder, seed):
@@ -250,17 +277,31 @@ def _tiny_chat_lm(folder, seed):
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(["Judge the caption. The score is one.", "user assistant system"] * 20,
-                            trainers.BpeTrainer(vocab_size=280, special_tokens=["<|endoftext|>", "<|im_start|>",
-                                                                               "<|im_end|>"],
-                                                initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                                show_progress=False))
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                        chat_template=CHAT_TEMPLATE)
-    cfg = Qwen2Config(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-                      eos_token_id=None, pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False,
-                      initializer_range=0.5)
+    tok.train_from_iterator(
+        ["Judge the caption. The score is one.", "user assistant system"] * 20,
+        trainers.BpeTrainer(
+            vocab_size=280,
+            special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", chat_template=CHAT_TEMPLATE
+    )
+    cfg = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        eos_token_id=None,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=False,
+        initializer_range=0.5,
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = Qwen2ForCausalLM(cfg)
@@ -276,12 +317,16 @@ def tiny_lm(tmp_path_factory):
 
 def test_transformers_backend_batched_equals_one_by_one(tiny_lm):
     pytest.importorskip("transformers")
-    chats = [[{"role": "user", "content": "Judge the caption."}],
-             [{"role": "system", "content": "You are a judge."},
-              {"role": "user", "content": "The score is one. Judge the caption, user assistant system."}],
-             [{"role": "user", "content": "score"}],
-             [{"role": "user", "content": "The caption is one score."}],
-             [{"role": "user", "content": "Judge."}]]
+    chats = [
+        [{"role": "user", "content": "Judge the caption."}],
+        [
+            {"role": "system", "content": "You are a judge."},
+            {"role": "user", "content": "The score is one. Judge the caption, user assistant system."},
+        ],
+        [{"role": "user", "content": "score"}],
+        [{"role": "user", "content": "The caption is one score."}],
+        [{"role": "user", "content": "Judge."}],
+    ]
     batched = get_text_llm("hf", pretrained=str(tiny_lm), device="cpu", max_new_tokens=6, batch_size=3)
     single = get_text_llm("hf", pretrained=str(tiny_lm), device="cpu", max_new_tokens=6, batch_size=1)
     out = batched.complete(chats)

@@ -14,8 +14,12 @@ from tests.test_llm_backend import completion, server  # noqa: F401 - the shared
 
 
 def items(n):
-    return [JudgeItem(question=f"Summarise what Bob says ({i}).", reference=f"Bob talks about topic {i}.",
-                      response=f"resp-{i}") for i in range(n)]
+    return [
+        JudgeItem(
+            question=f"Summarise what Bob says ({i}).", reference=f"Bob talks about topic {i}.", response=f"resp-{i}"
+        )
+        for i in range(n)
+    ]
 
 
 def response_in(body):

@@ -42,7 +42,7 @@ def test_truncate_per_audio_cuts_each_part_to_its_first_seconds():
     req = request(5.0, 45.0)
     fitted, meta = fit_request(req, 30.0, "per_audio", "truncate")
     assert [len(a) for a in fitted.audios] == [5 * AUDIO_SR, 30 * AUDIO_SR]
-    np.testing.assert_array_equal(fitted.audios[1], req.audios[1][:30 * AUDIO_SR])
+    np.testing.assert_array_equal(fitted.audios[1], req.audios[1][: 30 * AUDIO_SR])
     assert meta == {"audio_s": 50.0, "seen_s": 35.0, "truncated": True}
     assert fitted.messages == req.messages
 
@@ -79,7 +79,7 @@ def tiny(tmp_path_factory):
 
 def test_qwen2_audio_truncates_explicitly_and_records_it(tiny):
     long_req, short_req = request(35.0), request(4.0)
-    cut = Request("t", 0, (long_req.audios[0][:30 * AUDIO_SR],), long_req.messages, long_req.gen_kwargs)
+    cut = Request("t", 0, (long_req.audios[0][: 30 * AUDIO_SR],), long_req.messages, long_req.gen_kwargs)
     adapter = Qwen2AudioAdapter(str(tiny), device="cpu")
     out = adapter.generate([long_req, short_req, cut], batch_size=2)
     assert out[0].meta == {"audio_s": 35.0, "seen_s": 30.0, "truncated": True}

@@ -55,16 +55,19 @@ metadata: {{version: 1}}
 
 def test_aggregation_is_honoured(tmp_path, dataset_dir):  # noqa: F811
     folder = tmp_path / "tasks"
-    write_task(folder, dataset_dir, """
+    write_task(
+        folder,
+        dataset_dir,
+        """
   - {metric: token_f1, aggregation: median, higher_is_better: true}
   - {metric: exact_match, aggregation: mean, higher_is_better: true}
   - {metric: bleu, aggregation: bleu, higher_is_better: true}
-""")
+""",
+    )
     run = evaluate(Varied(), ["agg_task"], include_path=[folder], cache_dir=tmp_path / "c", use_cache=False)
     r = run["results"]["agg_task"]
     f1 = [1.0, 0.4, 0.0, 1.0]  # "Bob said more words" vs "Bob": P 1/4, R 1 → 0.4
-    assert [row["metrics"]["token_f1"] for row in run["_samples"]["agg_task"] if "metrics" in row] \
-        == pytest.approx(f1)
+    assert [row["metrics"]["token_f1"] for row in run["_samples"]["agg_task"] if "metrics" in row] == pytest.approx(f1)
     assert r["summary"]["token_f1"] == pytest.approx(0.7)  # the median; the mean would be 0.6
     assert r["summary"]["token_f1_stderr"] is None  # a standard error of the mean only for mean
     low, high = r["summary"]["token_f1_ci95"]
@@ -83,26 +86,43 @@ def test_function_aggregation_gets_the_scored_values(tmp_path, dataset_dir):  # 
     folder = tmp_path / "tasks"
     (folder).mkdir()
     (folder / "utils.py").write_text("def worst(values):\n    return min(values)\n")
-    write_task(folder, dataset_dir, """
+    write_task(
+        folder,
+        dataset_dir,
+        """
   - {metric: token_f1, aggregation: !function utils.worst, higher_is_better: true}
-""")
+""",
+    )
     run = evaluate(Varied(), ["agg_task"], include_path=[folder], cache_dir=tmp_path / "c", use_cache=False)
     assert run["results"]["agg_task"]["summary"]["token_f1"] == 0.0
     assert token_f1(ANSWERS[3], TARGETS[3]) == 0.0
 
 
-@pytest.mark.parametrize("entry, message", [
-    ("{metric: token_f1, aggregation: totally_bogus, higher_is_better: true}",
-     r"metric_list\[0\]: metric 'token_f1': unknown aggregation 'totally_bogus'; accepted: mean, median"),
-    ("{metric: tokn_f1, aggregation: mean, higher_is_better: true}",
-     r"metric_list\[0\]: unknown metric 'tokn_f1'. Did you mean 'token_f1'\?.*Available: .*exact_match"),
-    ("{metric: bleu, tokenize: zh, aggregation: mean, higher_is_better: true}",
-     r"metric_list\[0\]: metric 'bleu': unknown option\(s\) \['tokenize'\]"),
-    ("{metric: exact_match, aggregation: corpus, higher_is_better: true}",
-     r"'exact_match' has no corpus-level value"),
-    ("{metric: llm_judge, judge: palm_captoning, aggregation: mean, higher_is_better: true}",
-     r"unknown judge 'palm_captoning'"),
-])
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        (
+            "{metric: token_f1, aggregation: totally_bogus, higher_is_better: true}",
+            r"metric_list\[0\]: metric 'token_f1': unknown aggregation 'totally_bogus'; accepted: mean, median",
+        ),
+        (
+            "{metric: tokn_f1, aggregation: mean, higher_is_better: true}",
+            r"metric_list\[0\]: unknown metric 'tokn_f1'. Did you mean 'token_f1'\?.*Available: .*exact_match",
+        ),
+        (
+            "{metric: bleu, tokenize: zh, aggregation: mean, higher_is_better: true}",
+            r"metric_list\[0\]: metric 'bleu': unknown option\(s\) \['tokenize'\]",
+        ),
+        (
+            "{metric: exact_match, aggregation: corpus, higher_is_better: true}",
+            r"'exact_match' has no corpus-level value",
+        ),
+        (
+            "{metric: llm_judge, judge: palm_captoning, aggregation: mean, higher_is_better: true}",
+            r"unknown judge 'palm_captoning'",
+        ),
+    ],
+)
 def test_bad_metric_list_fails_when_the_task_loads(tmp_path, dataset_dir, entry, message):  # noqa: F811
     path = write_task(tmp_path / "tasks", dataset_dir, f"  - {entry}")
     with pytest.raises(ConfigError, match=message) as e:
@@ -126,8 +146,12 @@ class AllFail(Adapter):
 
     def generate(self, requests, batch_size=1):
         self.n_generated += len(requests)
-        return [Response.failed("error", "ConnectionError('server down')") if self.fail == "all" or q.doc_id % 2
-                else Response(TARGETS.get(q.doc_id, "Bob")) for q in requests]
+        return [
+            Response.failed("error", "ConnectionError('server down')")
+            if self.fail == "all" or q.doc_id % 2
+            else Response(TARGETS.get(q.doc_id, "Bob"))
+            for q in requests
+        ]
 
 
 @pytest.fixture
@@ -139,8 +163,18 @@ def all_fail():
 
 
 def _argv(tmp_path, folder, *extra):
-    return ["--model", "test_all_fail", "--tasks", "agg_task", "--include_path", str(folder),
-            "--cache_dir", str(tmp_path / "c"), "--no_cache", *extra]
+    return [
+        "--model",
+        "test_all_fail",
+        "--tasks",
+        "agg_task",
+        "--include_path",
+        str(folder),
+        "--cache_dir",
+        str(tmp_path / "c"),
+        "--no_cache",
+        *extra,
+    ]
 
 
 def test_cli_fails_at_load_before_building_the_model(tmp_path, dataset_dir, all_fail, capsys):  # noqa: F811
@@ -191,9 +225,21 @@ def test_one_metric_registry_whatever_is_imported_first():
     import subprocess
     import sys
 
-    code = ("import lalm_eval.metrics.text as text; from lalm_eval.metrics.scoring import METRICS; "
-            "print(hasattr(text, 'METRICS'), ','.join(METRICS.names()))")
+    code = (
+        "import lalm_eval.metrics.text as text; from lalm_eval.metrics.scoring import METRICS; "
+        "print(hasattr(text, 'METRICS'), ','.join(METRICS.names()))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out[0] == "False"  # text.py holds the functions only
-    assert set(out[1].split(",")) >= {"bertscore", "bleu", "cer", "exact_match", "llm_judge", "mcq_accuracy",
-                                      "option_accuracy", "recognition_presence", "token_f1", "wer"}
+    assert set(out[1].split(",")) >= {
+        "bertscore",
+        "bleu",
+        "cer",
+        "exact_match",
+        "llm_judge",
+        "mcq_accuracy",
+        "option_accuracy",
+        "recognition_presence",
+        "token_f1",
+        "wer",
+    }

@@ -22,8 +22,11 @@ from lalm_eval.models.qwen_omni import ManualOmniProcessor, Qwen3OmniThinkerAdap
 from lalm_eval.models.tiny import TINY_ARCHS, make_tiny_model
 
 SR = 16_000
-ADAPTERS = {"qwen2_audio": Qwen2AudioAdapter, "qwen2_5_omni": Qwen25OmniThinkerAdapter,
-            "qwen3_omni": Qwen3OmniThinkerAdapter}
+ADAPTERS = {
+    "qwen2_audio": Qwen2AudioAdapter,
+    "qwen2_5_omni": Qwen25OmniThinkerAdapter,
+    "qwen3_omni": Qwen3OmniThinkerAdapter,
+}
 OMNI = [a for a in TINY_ARCHS if a != "qwen2_audio"]
 
 
@@ -37,8 +40,13 @@ def sound(seconds, kind, seed):
 
 def request(doc, audios, text="Transcribe the audio.", **gen):
     content = [{"type": "audio"} for _ in audios] + [{"type": "text", "text": text}]
-    return Request("t", doc, tuple(audios), ({"role": "user", "content": content},),
-                   gen or {"max_new_tokens": 8, "do_sample": False})
+    return Request(
+        "t",
+        doc,
+        tuple(audios),
+        ({"role": "user", "content": content},),
+        gen or {"max_new_tokens": 8, "do_sample": False},
+    )
 
 
 def six_requests(**gen):
@@ -67,7 +75,7 @@ class Spy:
         if self.fail and self.fail(kw):
             raise RuntimeError("injected failure")
         out = self.orig(**kw)
-        self.calls.append((kw, out[:, kw["input_ids"].shape[1]:]))
+        self.calls.append((kw, out[:, kw["input_ids"].shape[1] :]))
         return out
 
 
@@ -136,7 +144,7 @@ def test_gen_kwargs_are_honoured_and_until_truncates(adapters, monkeypatch):
     stop = plain[3:5]
     cut = ad.generate([request(0, req.audios, max_new_tokens=8, do_sample=False, until=[stop, "\x00never"])])[0]
     assert "until" not in spy.calls[-1][0]
-    assert cut.text == plain[:plain.find(stop)] and len(cut.text) < len(plain)
+    assert cut.text == plain[: plain.find(stop)] and len(cut.text) < len(plain)
 
 
 def test_split_gen_kwargs_and_truncate():
@@ -219,9 +227,11 @@ def test_adapter_identity_needs_no_torch_on_a_cpu_build(tiny_dirs):
     from lalm_eval.models.batching import cuda_available
 
     assert cuda_available() == torch.cuda.is_available()
-    code = ("import sys; from lalm_eval.models.qwen2_audio import Qwen2AudioAdapter; "
-            f"a = Qwen2AudioAdapter(pretrained={str(tiny_dirs['qwen2_audio'])!r}); i = a.identity(); "
-            "print(i['dtype'], 'torch' in sys.modules)")
+    code = (
+        "import sys; from lalm_eval.models.qwen2_audio import Qwen2AudioAdapter; "
+        f"a = Qwen2AudioAdapter(pretrained={str(tiny_dirs['qwen2_audio'])!r}); i = a.identity(); "
+        "print(i['dtype'], 'torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out[0] == ("bfloat16" if torch.cuda.is_available() else "float32")
     if version("torch").endswith("+cpu"):
@@ -288,9 +298,12 @@ def test_manual_omni_inputs_match_processor(adapters, arch, monkeypatch):
     # cannot run, so it is skipped here (the audio/text code under test is the real one).
     monkeypatch.setattr(ProcessorMixin, "check_argument_for_proper_class", lambda *a: None)
     real = getattr(transformers, cls)(
-        image_processor=Qwen2VLImageProcessorPil(), video_processor=BaseVideoProcessor(),
-        feature_extractor=ad.processor.feature_extractor, tokenizer=ad.tokenizer,
-        chat_template=ad.processor.chat_template)
+        image_processor=Qwen2VLImageProcessorPil(),
+        video_processor=BaseVideoProcessor(),
+        feature_extractor=ad.processor.feature_extractor,
+        tokenizer=ad.tokenizer,
+        chat_template=ad.processor.chat_template,
+    )
     reqs = six_requests()[:3] + [request(9, [sound(1.5, "tone", 3), sound(4, "noise", 4)])]
     if arch == "qwen3_omni":
         reqs.append(request(10, [sound(33, "noise", 5)]))  # no 30 s cut

@@ -75,16 +75,19 @@ def test_transcription_answers_match_the_annotation(rows, conversations):
 
 
 def test_interruption_questions_point_at_overlapping_audio(rows, conversations):
-    asked = [r for r in rows if r["task_id"] == "t1_sr_silence_overlap_detection"
-             and "interrupted_by" in json.loads(r["evidence"])]
+    asked = [
+        r
+        for r in rows
+        if r["task_id"] == "t1_sr_silence_overlap_detection" and "interrupted_by" in json.loads(r["evidence"])
+    ]
     assert asked, "no interruption question was generated"
     for r in asked:
         ev, conv = json.loads(r["evidence"]), conversations[r["segment_id"]]
         cut, by = conv.turn(ev["turn"]), conv.turn(ev["interrupted_by"])
         assert cut.start < by.start < cut.end and by.speaker != cut.speaker
         audio, sr = sf.read(io.BytesIO(r["audio"]["bytes"]))
-        overlap = audio[int(by.start * sr):int(cut.end * sr)]
-        assert len(overlap) > 0.1 * sr and np.sqrt(np.mean(overlap ** 2)) > 0.01  # audible speech
+        overlap = audio[int(by.start * sr) : int(cut.end * sr)]
+        assert len(overlap) > 0.1 * sr and np.sqrt(np.mean(overlap**2)) > 0.01  # audible speech
         assert r["answer"].startswith("Yes") or r["answer"].startswith("是")
 
 

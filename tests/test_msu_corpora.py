@@ -10,8 +10,7 @@ import soundfile as sf
 
 from lalm_eval.errors import ConfigError, DataError
 from lalm_eval.hub.readers import Skip
-from msu_bench.corpora import (parse_clock, prepare_alimeeting, prepare_chime6, prepare_magicdata,
-                               prepare_rttm)
+from msu_bench.corpora import parse_clock, prepare_alimeeting, prepare_chime6, prepare_magicdata, prepare_rttm
 
 
 def wav(path: Path, seconds: float = 3.0, channels: int = 1, sr: int = 16000) -> Path:
@@ -24,14 +23,32 @@ def wav(path: Path, seconds: float = 3.0, channels: int = 1, sr: int = 16000) ->
 
 def textgrid(path: Path, tiers: dict, xmax: float = 3.0) -> Path:
     """A long-form Praat TextGrid, as AliMeeting ships them."""
-    out = ['File type = "ooTextFile"', 'Object class = "TextGrid"', "", "xmin = 0 ",
-           f"xmax = {xmax} ", "tiers? <exists> ", f"size = {len(tiers)} ", "item []: "]
+    out = [
+        'File type = "ooTextFile"',
+        'Object class = "TextGrid"',
+        "",
+        "xmin = 0 ",
+        f"xmax = {xmax} ",
+        "tiers? <exists> ",
+        f"size = {len(tiers)} ",
+        "item []: ",
+    ]
     for n, (name, intervals) in enumerate(tiers.items(), 1):
-        out += [f"    item [{n}]:", '        class = "IntervalTier" ', f'        name = "{name}" ',
-                "        xmin = 0 ", f"        xmax = {xmax} ", f"        intervals: size = {len(intervals)} "]
+        out += [
+            f"    item [{n}]:",
+            '        class = "IntervalTier" ',
+            f'        name = "{name}" ',
+            "        xmin = 0 ",
+            f"        xmax = {xmax} ",
+            f"        intervals: size = {len(intervals)} ",
+        ]
         for i, (start, end, text) in enumerate(intervals, 1):
-            out += [f"        intervals [{i}]:", f"            xmin = {start} ",
-                    f"            xmax = {end} ", f'            text = "{text}" ']
+            out += [
+                f"        intervals [{i}]:",
+                f"            xmin = {start} ",
+                f"            xmax = {end} ",
+                f'            text = "{text}" ',
+            ]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(out) + "\n", encoding="utf-8")
     return path
@@ -39,14 +56,18 @@ def textgrid(path: Path, tiers: dict, xmax: float = 3.0) -> Path:
 
 # --- AliMeeting -------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def alimeeting(tmp_path):
     far = tmp_path / "Train_Ali_far"
     wav(far / "audio_dir" / "R0015_M0151_MS002.wav", channels=2)
-    textgrid(far / "textgrid_dir" / "R0015_M0151.TextGrid", {
-        "R0015_M0151_F_SPK1953": [(0, 0.5, ""), (0.5, 1.2, "你好"), (1.0, 1.5, "重叠"), (1.5, 2.0, "大家好")],
-        "M_SPK1954": [(0, 0.2, ""), (0.2, 0.9, "嗯"), (0.9, 3.0, "")],
-    })
+    textgrid(
+        far / "textgrid_dir" / "R0015_M0151.TextGrid",
+        {
+            "R0015_M0151_F_SPK1953": [(0, 0.5, ""), (0.5, 1.2, "你好"), (1.0, 1.5, "重叠"), (1.5, 2.0, "大家好")],
+            "M_SPK1954": [(0, 0.2, ""), (0.2, 0.9, "嗯"), (0.9, 3.0, "")],
+        },
+    )
     ev = tmp_path / "Eval_Ali" / "Eval_Ali_far"
     wav(ev / "audio_dir" / "R8001_M8004_MS801.wav", seconds=2.0)
     textgrid(ev / "textgrid_dir" / "R8001_M8004.TextGrid", {"R8001_M8004_M_SPK8002": [(0.1, 1.0, "开始")]})
@@ -65,7 +86,10 @@ def test_alimeeting_far_reads_tiers_genders_and_counts_overlap(alimeeting):
     assert conv.audio == (alimeeting / "Train_Ali_far/audio_dir/R0015_M0151_MS002.wav").resolve()
     assert conv.audio.is_absolute() and conv.duration == pytest.approx(3.0)
     assert [(t.speaker, t.start, t.end, t.text) for t in conv.turns] == [
-        ("SPK1954", 0.2, 0.9, "嗯"), ("SPK1953", 0.5, 1.2, "你好"), ("SPK1953", 1.5, 2.0, "大家好")]
+        ("SPK1954", 0.2, 0.9, "嗯"),
+        ("SPK1953", 0.5, 1.2, "你好"),
+        ("SPK1953", 1.5, 2.0, "大家好"),
+    ]
     assert [t.id for t in conv.turns] == [f"alimeeting-R0015_M0151-t000{i}" for i in (1, 2, 3)]
     assert {s: i.gender for s, i in conv.speakers.items()} == {"SPK1954": "male", "SPK1953": "female"}
     assert conv.meta == {"split": "train", "mic": "far", "session": "R0015_M0151"}
@@ -101,16 +125,20 @@ def test_alimeeting_rejects_bad_options(alimeeting):
 
 # --- CHiME-6 ----------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def chime6(tmp_path):
     def seg(spk, start, end, words, **extra):
         return {"speaker": spk, "start_time": start, "end_time": end, "words": words, **extra}
-    dev = [seg("P05", "0:00:00.50", "0:00:01.20", "[noise] Hello there.", ref="U02", location="kitchen"),
-           seg("P06", "0:00:01.00", "0:00:02.00", "Hi [laughs] how are you [inaudible 0:00:01.50]", ref="U02"),
-           seg("P05", "0:00:02.50", "0:00:02.50", "empty"),
-           seg("P07", "0:00:03.00", "0:00:02.00", "reversed"),
-           seg("P06", "0:00:02.10", "0:00:02.40", "[laughs]"),
-           seg("P05", "1:02:03.50", "1:02:04.00", "late", ref="U01")]
+
+    dev = [
+        seg("P05", "0:00:00.50", "0:00:01.20", "[noise] Hello there.", ref="U02", location="kitchen"),
+        seg("P06", "0:00:01.00", "0:00:02.00", "Hi [laughs] how are you [inaudible 0:00:01.50]", ref="U02"),
+        seg("P05", "0:00:02.50", "0:00:02.50", "empty"),
+        seg("P07", "0:00:03.00", "0:00:02.00", "reversed"),
+        seg("P06", "0:00:02.10", "0:00:02.40", "[laughs]"),
+        seg("P05", "1:02:03.50", "1:02:04.00", "late", ref="U01"),
+    ]
     train = [seg("P09", {"original": "0:00:01.00", "U01": "0:00:01.02"}, {"original": "0:00:02.00"}, "okay")]
     for split, session, segments in (("dev", "S02", dev), ("train", "S03", train)):
         path = tmp_path / "transcriptions" / split / f"{session}.json"
@@ -137,7 +165,10 @@ def test_chime6_dev_session_times_tags_and_skips(chime6):
     (conv,) = report.conversations
     assert conv.id == "chime6-S02" and conv.language == "en" and conv.source == "chime6"
     assert [(t.speaker, t.start, t.end, t.text) for t in conv.turns] == [
-        ("P05", 0.5, 1.2, "Hello there."), ("P06", 1.0, 2.0, "Hi how are you"), ("P05", 3723.5, 3724.0, "late")]
+        ("P05", 0.5, 1.2, "Hello there."),
+        ("P06", 1.0, 2.0, "Hi how are you"),
+        ("P05", 3723.5, 3724.0, "late"),
+    ]
     assert set(conv.speakers) == {"P05", "P06"} and conv.speakers["P05"].gender is None
     assert conv.audio.name == "S02_U02.CH1.wav"  # the most frequent reference array
     assert report.n_skipped == 2 and all("start" in r and ">= end" in r for _, r in report.skips)
@@ -165,25 +196,31 @@ def test_chime6_missing_audio_uses_last_turn_end(chime6):
 
 # --- MagicData --------------------------------------------------------------------------------
 
+
 def test_magicdata_reads_turns_and_drops_noise_marks(tmp_path):
     release = tmp_path / "MDT2021S003"
-    lines = ["[0.000,0.500]\tG00000000\t\t[*]",
-             "[0.500,1.250]\tG00000140\t女,普通话\t你好[+]呀",
-             "[1.300,2.000]\tG00000141\t男,普通话\t你好",
-             "[2.000,2.100]\tG00000141\t男,普通话\t",
-             "[2.200,2.900]\tG00000140\t女,普通话\t[LAUGHTER]",
-             "[2.5,2.0]\tG00000141\t男,普通话\t倒序",
-             "garbage line"]
+    lines = [
+        "[0.000,0.500]\tG00000000\t\t[*]",
+        "[0.500,1.250]\tG00000140\t女,普通话\t你好[+]呀",
+        "[1.300,2.000]\tG00000141\t男,普通话\t你好",
+        "[2.000,2.100]\tG00000141\t男,普通话\t",
+        "[2.200,2.900]\tG00000140\t女,普通话\t[LAUGHTER]",
+        "[2.5,2.0]\tG00000141\t男,普通话\t倒序",
+        "garbage line",
+    ]
     (release / "TXT").mkdir(parents=True)
     (release / "TXT" / "CTS-CN-001.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (release / "SPKINFO.txt").write_text("CHANNEL\tSPEAKER_ID\tGENDER\tAGE\tREGION,CITY\tDEVICE\n"
-                                         "C0\tG00000140\tF\tadult\tSichuan\tMobile phone\n")
+    (release / "SPKINFO.txt").write_text(
+        "CHANNEL\tSPEAKER_ID\tGENDER\tAGE\tREGION,CITY\tDEVICE\nC0\tG00000140\tF\tadult\tSichuan\tMobile phone\n"
+    )
     wav(release / "WAV" / "CTS-CN-001.wav", seconds=2.5)
     report = prepare_magicdata(tmp_path)
     (conv,) = report.conversations
     assert conv.id == "magicdata-CTS-CN-001" and conv.language == "zh" and conv.source == "magicdata"
     assert [(t.speaker, t.start, t.end, t.text) for t in conv.turns] == [
-        ("G00000140", 0.5, 1.25, "你好 呀"), ("G00000141", 1.3, 2.0, "你好")]
+        ("G00000140", 0.5, 1.25, "你好 呀"),
+        ("G00000141", 1.3, 2.0, "你好"),
+    ]
     assert conv.speakers["G00000140"].gender == "female" and conv.speakers["G00000141"].gender == "male"
     assert conv.speakers["G00000140"].region == "Sichuan" and conv.speakers["G00000141"].accent == "普通话"
     assert conv.duration == pytest.approx(2.5)
@@ -192,31 +229,43 @@ def test_magicdata_reads_turns_and_drops_noise_marks(tmp_path):
 
 # --- RTTM -------------------------------------------------------------------------------------
 
+
 def test_rttm_matches_transcript_turns_by_speaker_and_overlap(tmp_path):
-    rttm = ["SPEAKER clip 1 0.00 1.50 <NA> <NA> alice <NA> <NA>",
-            "SPEAKER clip 1 2.60 1.00 <NA> <NA> alice <NA> <NA>",
-            "SPEAKER clip 1 1.40 1.10 <NA> <NA> bob <NA> <NA>",
-            "SPEAKER clip 1 3.70 0.20 <NA> <NA> bob <NA> <NA>",
-            "SPEAKER clip 1 x 0.20 <NA> <NA> bob <NA> <NA>"]
+    rttm = [
+        "SPEAKER clip 1 0.00 1.50 <NA> <NA> alice <NA> <NA>",
+        "SPEAKER clip 1 2.60 1.00 <NA> <NA> alice <NA> <NA>",
+        "SPEAKER clip 1 1.40 1.10 <NA> <NA> bob <NA> <NA>",
+        "SPEAKER clip 1 3.70 0.20 <NA> <NA> bob <NA> <NA>",
+        "SPEAKER clip 1 x 0.20 <NA> <NA> bob <NA> <NA>",
+    ]
     (tmp_path / "clip.rttm").write_text("\n".join(rttm) + "\n")
-    (tmp_path / "clip.json").write_text(json.dumps([
-        {"start": 0.7, "end": 1.5, "speaker": "alice", "text": "there"},
-        {"start": 0.0, "end": 0.7, "speaker": "alice", "text": "Hello"},
-        {"start": 1.5, "end": 2.4, "speaker": "bob", "text": "Hi alice"},
-        {"start": 2.5, "end": 3.5, "speaker": "alice", "text": "Bye"},
-        {"start": 5.0, "end": 5.5, "speaker": "bob", "text": "nobody"}]))
+    (tmp_path / "clip.json").write_text(
+        json.dumps(
+            [
+                {"start": 0.7, "end": 1.5, "speaker": "alice", "text": "there"},
+                {"start": 0.0, "end": 0.7, "speaker": "alice", "text": "Hello"},
+                {"start": 1.5, "end": 2.4, "speaker": "bob", "text": "Hi alice"},
+                {"start": 2.5, "end": 3.5, "speaker": "alice", "text": "Bye"},
+                {"start": 5.0, "end": 5.5, "speaker": "bob", "text": "nobody"},
+            ]
+        )
+    )
     wav(tmp_path / "clip.wav", seconds=4.0)
     sub = tmp_path / "sub"
     sub.mkdir()
-    (sub / "film2.rttm").write_text("SPEAKER film2 1 0 1 <NA> <NA> A <NA> <NA>\n"
-                                    "SPEAKER film2 1 1.5 1.5 <NA> <NA> A <NA> <NA>\n")
+    (sub / "film2.rttm").write_text(
+        "SPEAKER film2 1 0 1 <NA> <NA> A <NA> <NA>\nSPEAKER film2 1 1.5 1.5 <NA> <NA> A <NA> <NA>\n"
+    )
     (sub / "film2.csv").write_text("start,end,speaker,text\n0.8,2.0,A,longest overlap wins\n")
     report = prepare_rttm(tmp_path, language="en", source="film")
     by_id = {c.id: c for c in report.conversations}
     clip, film2 = by_id["film-clip"], by_id["film-sub-film2"]
     assert [(t.speaker, t.start, t.end, t.text) for t in clip.turns] == [
-        ("alice", 0.0, 1.5, "Hello there"), ("bob", 1.4, 2.5, "Hi alice"),
-        ("alice", 2.6, 3.6, "Bye"), ("bob", 3.7, 3.9, "")]
+        ("alice", 0.0, 1.5, "Hello there"),
+        ("bob", 1.4, 2.5, "Hi alice"),
+        ("alice", 2.6, 3.6, "Bye"),
+        ("bob", 3.7, 3.9, ""),
+    ]
     assert clip.source == "film" and clip.duration == pytest.approx(4.0) and clip.meta["untranscribed"] == 1
     assert [t.text for t in film2.turns] == ["", "longest overlap wins"] and film2.audio is None
     assert report.n_untranscribed == 2  # clip's bob 3.7-3.9 and film2's first A segment
@@ -227,8 +276,12 @@ def test_rttm_matches_transcript_turns_by_speaker_and_overlap(tmp_path):
 
 # --- shared -----------------------------------------------------------------------------------
 
-READERS = {"alimeeting": prepare_alimeeting, "chime6": prepare_chime6,
-           "magicdata": prepare_magicdata, "rttm": lambda d: prepare_rttm(d, language="en")}
+READERS = {
+    "alimeeting": prepare_alimeeting,
+    "chime6": prepare_chime6,
+    "magicdata": prepare_magicdata,
+    "rttm": lambda d: prepare_rttm(d, language="en"),
+}
 
 
 @pytest.mark.parametrize("reader", READERS.values(), ids=READERS.keys())
@@ -240,6 +293,7 @@ def test_empty_or_missing_corpus_dir_is_a_data_error(reader, tmp_path):
 
 
 # --- RTTM on a real-format call (tests/real_layouts.py) ---------------------------------------
+
 
 def test_rttm_transcript_labels_that_match_no_rttm_label_skip_the_recording_with_both_label_sets(tmp_path):
     from tests.real_layouts import write_rttm_call

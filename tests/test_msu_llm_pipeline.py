@@ -39,7 +39,9 @@ class ScriptedLLM(TextLLM):
             elif task in self.decline:
                 replies.append(json.dumps({"question": "", "answer": "", "evidence": "no basis"}))
             else:
-                replies.append(f"```json\n{json.dumps({'question': f'Q about {task}?', 'answer': 'A.', 'evidence': 'line 1'})}\n```")
+                replies.append(
+                    f"```json\n{json.dumps({'question': f'Q about {task}?', 'answer': 'A.', 'evidence': 'line 1'})}\n```"
+                )
         return replies
 
 

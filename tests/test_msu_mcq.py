@@ -34,21 +34,38 @@ def by_id(report):
 def test_kept_and_skipped_counts_with_reasons(report):
     # worked out by hand in tests/msu_release_fixture.py's docstring
     assert len(report.records) == 16
-    assert report.skip_reasons() == {"bad options": 1, "bad answer": 1, "bad speaker reference": 1,
-                                     "not a question": 1, "no question": 1, "unknown task": 2}
+    assert report.skip_reasons() == {
+        "bad options": 1,
+        "bad answer": 1,
+        "bad speaker reference": 1,
+        "not a question": 1,
+        "no question": 1,
+        "unknown task": 2,
+    }
     skips = {(s.file.rsplit("/", 1)[-1], s.question): s.reason for s in report.skipped}
     assert skips[("说话人识别能力-未知任务.json", None)].startswith("unknown task")
     assert "'E'" in skips[("多说话人上下文推理能力-多说话人情感交互.json", 2)]
     assert "spk_c[0]" in skips[("说话人识别能力-说话人计数任务.json", 1)]
     assert sum(r["reverse"] for r in report.records) == 3
     assert sorted(r["id"].split("/", 1)[0] + "/" + r["task"] for r in report.records if r["reverse"]) == [
-        "en/DAR", "zh/BI", "zh/SV"]
+        "en/DAR",
+        "zh/BI",
+        "zh/SV",
+    ]
 
 
 def test_english_and_chinese_task_names_map_to_codes(report):
     tasks = {(r["language"], r["task"]) for r in report.records}
-    assert tasks == {("zh", "SV"), ("zh", "GI"), ("zh", "EIR"), ("zh", "BI"), ("zh", "SC"),
-                     ("en", "SV"), ("en", "DAR"), ("en", "ER")}
+    assert tasks == {
+        ("zh", "SV"),
+        ("zh", "GI"),
+        ("zh", "EIR"),
+        ("zh", "BI"),
+        ("zh", "SC"),
+        ("en", "SV"),
+        ("en", "DAR"),
+        ("en", "ER"),
+    }
     rec = next(r for r in report.records if r["task"] == "DAR")
     assert (rec["tier"], rec["capability"], rec["task_name"]) == ("tier2", "DSA", "Dialogue Act Recognition")
     assert task_code("说话人识别能力-说话人反向检索任务") == "RSR"
@@ -60,22 +77,32 @@ def test_english_and_chinese_task_names_map_to_codes(report):
     assert task_code("readme") is None and task_code("message") is None
 
 
-@pytest.mark.parametrize("raw, out", [
-    ("wrong speaker", (None, "wrong speaker")), ("ground_truth", (None, "ground truth")),
-    ("A. wrong speaker", ("A", "wrong speaker")), ("B) Ground-Truth", ("B", "ground truth")),
-    ("C：幻觉", ("C", "hallucination")), ("无法判断", (None, "unknown")), ("错误说话人", (None, "wrong speaker")),
-    ("正确答案", (None, "ground truth")), ("partially correct", (None, "partially correct")),
-])
+@pytest.mark.parametrize(
+    "raw, out",
+    [
+        ("wrong speaker", (None, "wrong speaker")),
+        ("ground_truth", (None, "ground truth")),
+        ("A. wrong speaker", ("A", "wrong speaker")),
+        ("B) Ground-Truth", ("B", "ground truth")),
+        ("C：幻觉", ("C", "hallucination")),
+        ("无法判断", (None, "unknown")),
+        ("错误说话人", (None, "wrong speaker")),
+        ("正确答案", (None, "ground truth")),
+        ("partially correct", (None, "partially correct")),
+    ],
+)
 def test_rationale_spellings(raw, out):
     assert normalize_label(raw) == out
 
 
 def test_every_rationale_spelling_gives_the_four_labels(report):
     ids = by_id(report)
-    expect = {f"zh/meeting/{SEG_M}/level1/SV/0": ["wrong speaker", "ground truth", "unknown", "hallucination"],  # lettered
-              f"zh/meeting/{SEG_M}/level1/SV/1": ["wrong speaker", "ground truth", "unknown", "hallucination"],  # Chinese
-              f"zh/meeting/{SEG_M}/level1/GI/0": ["hallucination", "ground truth", "wrong speaker", "unknown"],  # underscore
-              f"en/meeting/{SEG_M}/level2/DAR/0": ["ground truth", "wrong speaker", "hallucination", "unknown"]}
+    expect = {
+        f"zh/meeting/{SEG_M}/level1/SV/0": ["wrong speaker", "ground truth", "unknown", "hallucination"],  # lettered
+        f"zh/meeting/{SEG_M}/level1/SV/1": ["wrong speaker", "ground truth", "unknown", "hallucination"],  # Chinese
+        f"zh/meeting/{SEG_M}/level1/GI/0": ["hallucination", "ground truth", "wrong speaker", "unknown"],  # underscore
+        f"en/meeting/{SEG_M}/level2/DAR/0": ["ground truth", "wrong speaker", "hallucination", "unknown"],
+    }
     for rid, labels in expect.items():
         assert ids[rid]["rationale"] == labels and ids[rid]["labels_consistent"], rid
     assert ids[f"zh/meeting/{SEG_M}/level1/SV/0"]["rationale_raw"][0] == "A. wrong speaker"
@@ -109,13 +136,25 @@ def test_files_without_speaker_meta_and_top_level_meta(report):
 
 def test_audio_parts_and_labels_follow_the_authors(report):
     ids = by_id(report)
-    parts = {rid: ([(c["role"], c["label"], c["ref"]) for c in r["clips"]], r["full_audio"], r["full_audio_label"])
-             for rid, r in ids.items()}
+    parts = {
+        rid: ([(c["role"], c["label"], c["ref"]) for c in r["clips"]], r["full_audio"], r["full_audio_label"])
+        for rid, r in ids.items()
+    }
     assert parts[f"zh/meeting/{SEG_M}/level1/SV/0"] == (
-        [("clip", "片段1：", "spk_a[0]"), ("clip", "片段2：", "spk_b[0]")], False, "")
+        [("clip", "片段1：", "spk_a[0]"), ("clip", "片段2：", "spk_b[0]")],
+        False,
+        "",
+    )
     assert parts[f"en/meeting/{SEG_M}/level1/SV/0"] == (
-        [("clip", "Clip 1:", "spk_a[0]"), ("clip", "Clip 2:", "spk_b[0]")], False, "")
-    assert parts[f"zh/meeting/{SEG_M}/level2/EIR/0"] == ([("target", "目标说话人片段：", "spk_a[0]")], True, "完整对话音频：")
+        [("clip", "Clip 1:", "spk_a[0]"), ("clip", "Clip 2:", "spk_b[0]")],
+        False,
+        "",
+    )
+    assert parts[f"zh/meeting/{SEG_M}/level2/EIR/0"] == (
+        [("target", "目标说话人片段：", "spk_a[0]")],
+        True,
+        "完整对话音频：",
+    )
     assert parts[f"en/podcast/{SEG_P}/level1/ER/0"] == ([("target", "Target speaker snippet:", "spk_a[0]")], False, "")
     assert parts[f"en/meeting/{SEG_M}/level1/SV/1"] == ([], True, "Full conversation audio:")
 
@@ -126,16 +165,19 @@ def test_english_files_find_the_shared_audio(report):
     assert report.audio_found_by_search == []
 
 
-@pytest.mark.parametrize("change, kind", [
-    ({"options": ["A. x", "B. y", "D. z", "C. w"]}, "bad options"),
-    ({"answer": ""}, "bad answer"),
-    ({"answer": "b"}, None),
-    ({"question": "  "}, "no question"),
-    ({"pair": {"left": "spk_a[0]", "right": "spk_b[7]"}}, "bad speaker reference"),
-    ({"pair": {"left": "spk_a[0]", "right": "spk_b[1]"}}, None),
-    ({"rationale": ["wrong speaker", "ground truth", "unknown"]}, None),  # kept, flagged
-    ({"rationale": {"A": "wrong speaker", "B": "ground truth", "C": "unknown", "D": "hallucination"}}, None),
-])
+@pytest.mark.parametrize(
+    "change, kind",
+    [
+        ({"options": ["A. x", "B. y", "D. z", "C. w"]}, "bad options"),
+        ({"answer": ""}, "bad answer"),
+        ({"answer": "b"}, None),
+        ({"question": "  "}, "no question"),
+        ({"pair": {"left": "spk_a[0]", "right": "spk_b[7]"}}, "bad speaker reference"),
+        ({"pair": {"left": "spk_a[0]", "right": "spk_b[1]"}}, None),
+        ({"rationale": ["wrong speaker", "ground truth", "unknown"]}, None),  # kept, flagged
+        ({"rationale": {"A": "wrong speaker", "B": "ground truth", "C": "unknown", "D": "hallucination"}}, None),
+    ],
+)
 def test_each_validation_outcome(tmp_path, change, kind):
     root = make_release(tmp_path / "r")
     path = next(root.glob("bench_cn/QA_cn/meeting/*/*/level1/说话人识别能力-说话人验证任务.json"))
@@ -189,13 +231,25 @@ def test_built_rows_carry_the_clips_cut_from_the_source(release, tmp_path):
     info = build_mcq(out, release)
     imp = info["stats"]["mcq_import"]
     assert (imp["questions_kept"], imp["questions_skipped"], imp["files_skipped"]) == (16, 7, 1)
-    assert (imp["reverse_questions"], imp["scored_by_default"], imp["label_issues"], imp["unknown_index"]) == (3, 13, 2, 1)
+    assert (imp["reverse_questions"], imp["scored_by_default"], imp["label_issues"], imp["unknown_index"]) == (
+        3,
+        13,
+        2,
+        1,
+    )
     assert imp["skipped_by_reason"]["unknown task"] == 2 and len(imp["skips"]) == 6
     card = (out / "README.md").read_text(encoding="utf-8")
     assert "| unknown task | 2 |" in card and "| bad options | 1 |" in card and "16 questions kept" in card
     ds = datasets.load_dataset(str(out), "mcq", split="test").cast_column("audio", datasets.Audio(decode=False))
-    ds = ds.cast_column("clips", datasets.List({**{k: v for k, v in ds.features["clips"].feature.items()
-                                                   if k != "audio"}, "audio": datasets.Audio(decode=False)}))
+    ds = ds.cast_column(
+        "clips",
+        datasets.List(
+            {
+                **{k: v for k, v in ds.features["clips"].feature.items() if k != "audio"},
+                "audio": datasets.Audio(decode=False),
+            }
+        ),
+    )
     rows = {r["id"]: r for r in ds}
     assert len(rows) == 16
     meeting = meeting_audio()
@@ -209,7 +263,7 @@ def test_built_rows_carry_the_clips_cut_from_the_source(release, tmp_path):
     whole = resample(to_mono(podcast_audio()), SR_P, 16000)
     clip = _decode(er["clips"][0]["audio"])
     assert len(clip) == 14400  # 0.10-1.00 s
-    np.testing.assert_allclose(clip[200:-200], whole[1600 + 200:16000 - 200], atol=2e-3)
+    np.testing.assert_allclose(clip[200:-200], whole[1600 + 200 : 16000 - 200], atol=2e-3)
     assert _decode(er["audio"]).shape == (48000,) and er["duration"] == 3.0
 
 
@@ -223,4 +277,7 @@ def test_cli_builds_the_release_alone(release, tmp_path, capsys):
     assert "unknown task: 2" in printed
     info = json.loads((out / "build_info.json").read_text(encoding="utf-8"))
     assert info["stats"]["mcq_import"]["questions_kept"] == 16 and sorted(p.name for p in out.iterdir()) == [
-        "README.md", "build_info.json", "mcq"]
+        "README.md",
+        "build_info.json",
+        "mcq",
+    ]

@@ -24,21 +24,39 @@ BOOK = AnswerBook()
 
 
 def prompt(question: str, options: list[str], language: str = "en") -> str:
-    return MCQ.render_text({"language": language, "question": question, "options": options,
-                            "option_letters": list("ABCD")})
+    return MCQ.render_text(
+        {"language": language, "question": question, "options": options, "option_letters": list("ABCD")}
+    )
 
 
-@pytest.mark.parametrize("question, options, language, want", [
-    ("How many speakers are there in the conversation?", ["1", "2", "3", "4"], "en", {1: "A", 2: "B", 3: "C", 4: "D"}),
-    ("How many different speakers take part?", ["Three people", "One speaker", "Four", "two voices"], "en",
-     {3: "A", 1: "B", 4: "C", 2: "D"}),  # number words, any case
-    ("对话中有几位说话人？", ["两位", "三位", "四位", "五位"], "zh", {2: "A", 3: "B", 4: "C", 5: "D"}),
-    ("对话中有几个人在说话？", ["1人", "二人", "3人", "4人"], "zh", {1: "A", 2: "B", 3: "C", 4: "D"}),  # 二: extra_numbers
-    ("Who speaks first?", ["1", "2", "3", "4"], "en", None),  # not a counting question
-    ("How many speakers are there?", ["2", "two", "3", "4"], "en", None),  # two options state 2
-    ("How many speakers are there?", ["2 or 3", "4", "5", "6"], "en", None),  # an option states two numbers
-    ("How many speakers are there?", ["many", "2", "3", "4"], "en", None),  # an option states none
-])
+@pytest.mark.parametrize(
+    "question, options, language, want",
+    [
+        (
+            "How many speakers are there in the conversation?",
+            ["1", "2", "3", "4"],
+            "en",
+            {1: "A", 2: "B", 3: "C", 4: "D"},
+        ),
+        (
+            "How many different speakers take part?",
+            ["Three people", "One speaker", "Four", "two voices"],
+            "en",
+            {3: "A", 1: "B", 4: "C", 2: "D"},
+        ),  # number words, any case
+        ("对话中有几位说话人？", ["两位", "三位", "四位", "五位"], "zh", {2: "A", 3: "B", 4: "C", 5: "D"}),
+        (
+            "对话中有几个人在说话？",
+            ["1人", "二人", "3人", "4人"],
+            "zh",
+            {1: "A", 2: "B", 3: "C", 4: "D"},
+        ),  # 二: extra_numbers
+        ("Who speaks first?", ["1", "2", "3", "4"], "en", None),  # not a counting question
+        ("How many speakers are there?", ["2", "two", "3", "4"], "en", None),  # two options state 2
+        ("How many speakers are there?", ["2 or 3", "4", "5", "6"], "en", None),  # an option states two numbers
+        ("How many speakers are there?", ["many", "2", "3", "4"], "en", None),  # an option states none
+    ],
+)
 def test_count_options_from_the_rendered_prompt(question, options, language, want):
     assert BOOK.count_options(prompt(question, options, language), language) == want
 
@@ -73,9 +91,14 @@ def cascade(tmp_path_factory, corpus):
 
 
 def _request(text: str, audio, doc_id: int = 0) -> Request:
-    return Request("renamed_mcq_task", doc_id, (audio,), ({"role": "user", "content": [
-        {"type": "audio"}, {"type": "text", "text": text}]},), {"max_new_tokens": 8},
-        task_metadata={"version": 1.0, "answer_kind": "multiple_choice"})
+    return Request(
+        "renamed_mcq_task",
+        doc_id,
+        (audio,),
+        ({"role": "user", "content": [{"type": "audio"}, {"type": "text", "text": text}]},),
+        {"max_new_tokens": 8},
+        task_metadata={"version": 1.0, "answer_kind": "multiple_choice"},
+    )
 
 
 def test_cascade_answers_the_count_letter_or_cannot_determine(cascade, corpus):
@@ -85,14 +108,21 @@ def test_cascade_answers_the_count_letter_or_cannot_determine(cascade, corpus):
     silence = np.zeros(8000, np.float32)
     three = np.concatenate([clips[0], silence, clips[1], silence, clips[2]]).astype(np.float32)
     before = dict(cascade.counters)
-    out = cascade.generate([
-        _request(prompt("How many speakers are there in the conversation?", ["1", "2", "3", "4"]), three),
-        _request(prompt("对话中有几位说话人？", ["一位", "两位", "三位", "四位"], "zh"), three, 1),
-        _request(prompt("Who speaks first?", ["Alice", "Bob", "David", "Nobody"]), three, 2),
-        _request(prompt("How many speakers are there?", ["5", "6", "7", "8"]), three, 3)])
+    out = cascade.generate(
+        [
+            _request(prompt("How many speakers are there in the conversation?", ["1", "2", "3", "4"]), three),
+            _request(prompt("对话中有几位说话人？", ["一位", "两位", "三位", "四位"], "zh"), three, 1),
+            _request(prompt("Who speaks first?", ["Alice", "Bob", "David", "Nobody"]), three, 2),
+            _request(prompt("How many speakers are there?", ["5", "6", "7", "8"]), three, 3),
+        ]
+    )
     texts = [r.text for r in out]
-    assert texts == ["Final answer: C", "最后答案：C", "I cannot determine this from the audio.",
-                     "I cannot determine this from the audio."]
+    assert texts == [
+        "Final answer: C",
+        "最后答案：C",
+        "I cannot determine this from the audio.",
+        "I cannot determine this from the audio.",
+    ]
     assert [parse_letter(t) for t in texts] == ["C", "C", "", ""]  # the authors' parser
     assert [parse_final_answer(t) for t in texts] == ["C", "C", "", ""]  # msu_mcq_strict's
     grew = {k: cascade.counters[k] - before.get(k, 0) for k in cascade.counters}

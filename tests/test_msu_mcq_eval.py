@@ -31,15 +31,35 @@ from tests.msu_release_fixture import make_release
 #  en-DAR-1   2     DSA  en   time_index        B      ws gt unk (partial)  "D"                       D  other ("partially correct")
 #  en-ER-0    1     SAR  en   no_index          C      ws hal gt unk        "b"                       B  hallucination
 # reverse_* (kept only with include_reverse): zh-SV-2 (A) "A", zh-BI-1 (B) "B", en-DAR-2 (C) "C": all correct.
-REPLIES = {"zh-SV-0": "B", "zh-SV-1": "Final answer: C", "zh-GI-0": "答案是A。", "zh-GI-1": "A",
-           "zh-EIR-0": "I cannot tell", "zh-EIR-1": "D) hallucination", "zh-BI-0": "a podcast studio, so D",
-           "zh-SC-0": "The answer is B", "en-SV-0": "Final answer: B", "en-SV-1": "C.", "en-DAR-0": "",
-           "en-DAR-1": "D", "en-ER-0": "b", "zh-SV-2": "A", "zh-BI-1": "B", "en-DAR-2": "C"}
+REPLIES = {
+    "zh-SV-0": "B",
+    "zh-SV-1": "Final answer: C",
+    "zh-GI-0": "答案是A。",
+    "zh-GI-1": "A",
+    "zh-EIR-0": "I cannot tell",
+    "zh-EIR-1": "D) hallucination",
+    "zh-BI-0": "a podcast studio, so D",
+    "zh-SC-0": "The answer is B",
+    "en-SV-0": "Final answer: B",
+    "en-SV-1": "C.",
+    "en-DAR-0": "",
+    "en-DAR-1": "D",
+    "en-ER-0": "b",
+    "zh-SV-2": "A",
+    "zh-BI-1": "B",
+    "en-DAR-2": "C",
+}
 # audio parts of some requests: (label, seconds) in order
-PARTS = {"zh-SV-0": [("片段1：", 0.9), ("片段2：", 1.1)], "en-SV-0": [("Clip 1:", 0.9), ("Clip 2:", 1.1)],
-         "zh-EIR-0": [("目标说话人片段：", 0.9), ("完整对话音频：", 4.0)], "zh-GI-0": [("目标说话人片段：", 0.9)],
-         "en-ER-0": [("Target speaker snippet:", 0.9)], "zh-SV-1": [("完整对话音频：", 4.0)],
-         "zh-BI-0": [("完整对话音频：", 3.0)], "en-SV-1": [("Full conversation audio:", 4.0)]}
+PARTS = {
+    "zh-SV-0": [("片段1：", 0.9), ("片段2：", 1.1)],
+    "en-SV-0": [("Clip 1:", 0.9), ("Clip 2:", 1.1)],
+    "zh-EIR-0": [("目标说话人片段：", 0.9), ("完整对话音频：", 4.0)],
+    "zh-GI-0": [("目标说话人片段：", 0.9)],
+    "en-ER-0": [("Target speaker snippet:", 0.9)],
+    "zh-SV-1": [("完整对话音频：", 4.0)],
+    "zh-BI-0": [("完整对话音频：", 3.0)],
+    "en-SV-1": [("Full conversation audio:", 4.0)],
+}
 
 
 class Scripted(Adapter):
@@ -57,9 +77,14 @@ class Scripted(Adapter):
         for r in requests:
             content = r.messages[-1]["content"]
             qid = content[-1]["text"].split(" ", 1)[0]
-            labels = [p["text"] for p, nxt in zip(content, content[1:]) if p["type"] == "text" and nxt["type"] == "audio"]
-            self.seen[qid] = (list(zip(labels, [round(len(a) / 16000, 2) for a in r.audios])), content[-1]["text"],
-                              r.gen_kwargs)
+            labels = [
+                p["text"] for p, nxt in zip(content, content[1:]) if p["type"] == "text" and nxt["type"] == "audio"
+            ]
+            self.seen[qid] = (
+                list(zip(labels, [round(len(a) / 16000, 2) for a in r.audios])),
+                content[-1]["text"],
+                r.gen_kwargs,
+            )
             out.append(Response(REPLIES[qid]))
         return out
 
@@ -87,8 +112,12 @@ def run(workdir):
     os.chdir(workdir)
     try:
         adapter = Scripted()
-        result = evaluate(adapter, ["msu_mcq", "msu_mcq_tier1", "msu_mcq_tier2", "msu_mcq_languages"],
-                          cache_dir=workdir / "cache", use_cache=False)
+        result = evaluate(
+            adapter,
+            ["msu_mcq", "msu_mcq_tier1", "msu_mcq_tier2", "msu_mcq_languages"],
+            cache_dir=workdir / "cache",
+            use_cache=False,
+        )
         files = write_outputs(result, {"model": "scripted-mcq"}, workdir / "out", log_samples=True)
     finally:
         os.chdir(old)
@@ -123,8 +152,14 @@ def test_accuracy_and_instruction_not_follow(run):
     assert r["summary"]["mcq_accuracy"] == pytest.approx(4 / 13)  # zh-SV-0, zh-EIR-1, en-SV-0, en-SV-1
     info = r["metrics"]["mcq_accuracy"]
     assert info["instruction_not_follow"] == 2 and info["parser"] == "first_letter"
-    assert info["error_types"] == {"correct": 4, "hallucination": 3, "instruction_not_follow": 2, "other": 2,
-                                   "unknown": 1, "wrong speaker": 1}
+    assert info["error_types"] == {
+        "correct": 4,
+        "hallucination": 3,
+        "instruction_not_follow": 2,
+        "other": 2,
+        "unknown": 1,
+        "wrong speaker": 1,
+    }
 
 
 def test_results_json_counts_the_reverse_questions_left_out(run):
@@ -157,12 +192,14 @@ def test_requests_carry_the_authors_audio_parts_and_prompt(run):
     for qid, parts in PARTS.items():
         assert adapter.seen[qid][0] == parts, qid
     _, prompt, kwargs = adapter.seen["en-SV-1"]
-    assert prompt == ("en-SV-1 Is the second speaker also the one who laughs at the end?\n\nOptions:\n"
-                      "A. en-SV-1 Is the second speaker also the one who laughs at the end? option A\n"
-                      "B. en-SV-1 Is the second speaker also the one who laughs at the end? option B\n"
-                      "C. en-SV-1 Is the second speaker also the one who laughs at the end? option C\n"
-                      "D. en-SV-1 Is the second speaker also the one who laughs at the end? option D\n\n"
-                      "[Output format]\nOn the very last line of your reply, output only: Final answer: A/B/C/D.")
+    assert prompt == (
+        "en-SV-1 Is the second speaker also the one who laughs at the end?\n\nOptions:\n"
+        "A. en-SV-1 Is the second speaker also the one who laughs at the end? option A\n"
+        "B. en-SV-1 Is the second speaker also the one who laughs at the end? option B\n"
+        "C. en-SV-1 Is the second speaker also the one who laughs at the end? option C\n"
+        "D. en-SV-1 Is the second speaker also the one who laughs at the end? option D\n\n"
+        "[Output format]\nOn the very last line of your reply, output only: Final answer: A/B/C/D."
+    )
     zh = adapter.seen["zh-SV-1"][1]
     assert "\n\n选项：\nA. " in zh and zh.endswith("最后答案：A/B/C/D。")
     assert kwargs == {"max_new_tokens": 8, "do_sample": False}
@@ -172,11 +209,21 @@ def test_requests_carry_the_authors_audio_parts_and_prompt(run):
 def test_breakdowns_by_task_capability_tier(run):
     report = run[2]
     assert cells(report, "msu_mcq by task", 1) == {
-        ("BI",): (1, None, 0.0), ("DAR",): (2, None, 0.0), ("EIR",): (2, None, 0.5), ("ER",): (1, None, 0.0),
-        ("GI",): (2, None, 0.0), ("SC",): (1, None, 0.0), ("SV",): (4, None, 0.75)}
+        ("BI",): (1, None, 0.0),
+        ("DAR",): (2, None, 0.0),
+        ("EIR",): (2, None, 0.5),
+        ("ER",): (1, None, 0.0),
+        ("GI",): (2, None, 0.0),
+        ("SC",): (1, None, 0.0),
+        ("SV",): (4, None, 0.75),
+    }
     assert cells(report, "msu_mcq by capability", 1) == {
-        ("DCR",): (2, None, 0.5), ("DSA",): (2, None, 0.0), ("DSR",): (1, None, 0.0), ("SAR",): (3, None, 0.0),
-        ("SID",): (5, None, 0.6)}
+        ("DCR",): (2, None, 0.5),
+        ("DSA",): (2, None, 0.0),
+        ("DSR",): (1, None, 0.0),
+        ("SAR",): (3, None, 0.0),
+        ("SID",): (5, None, 0.6),
+    }
     assert cells(report, "msu_mcq by tier", 1) == {("tier1",): (8, None, 0.375), ("tier2",): (5, None, 0.2)}
 
 
@@ -186,22 +233,41 @@ def test_breakdowns_within_tiers(run):
     def approx(d):
         return {k: (n, pytest.approx(s, abs=6e-4), pytest.approx(v, abs=5e-5)) for k, (n, s, v) in d.items()}
 
-    assert cells(report, "msu_mcq by language × tier", 2) == approx({
-        ("en", "tier1"): (3, 3 / 8, 2 / 3), ("en", "tier2"): (2, 2 / 5, 0.0),
-        ("zh", "tier1"): (5, 5 / 8, 1 / 5), ("zh", "tier2"): (3, 3 / 5, 1 / 3)})
-    assert cells(report, "msu_mcq by scheme × tier", 2) == approx({
-        ("no_index", "tier1"): (4, 4 / 8, 0.5), ("time_index", "tier1"): (1, 1 / 8, 0.0),
-        ("speaker_index", "tier1"): (1, 1 / 8, 0.0), ("transcript_index", "tier1"): (1, 1 / 8, 0.0),
-        ("complex_index", "tier1"): (1, 1 / 8, 1.0),
-        ("no_index", "tier2"): (1, 1 / 5, 0.0), ("unknown_index", "tier2"): (1, 1 / 5, 1.0),
-        ("complex_index", "tier2"): (1, 1 / 5, 0.0), ("transcript_index", "tier2"): (1, 1 / 5, 0.0),
-        ("time_index", "tier2"): (1, 1 / 5, 0.0)})
-    assert cells(report, "msu_mcq by error_type × tier", 2) == approx({
-        ("correct", "tier1"): (3, 3 / 8, 1.0), ("unknown", "tier1"): (1, 1 / 8, 0.0),
-        ("hallucination", "tier1"): (2, 2 / 8, 0.0), ("other", "tier1"): (1, 1 / 8, 0.0),
-        ("wrong speaker", "tier1"): (1, 1 / 8, 0.0),
-        ("instruction_not_follow", "tier2"): (2, 2 / 5, 0.0), ("correct", "tier2"): (1, 1 / 5, 1.0),
-        ("hallucination", "tier2"): (1, 1 / 5, 0.0), ("other", "tier2"): (1, 1 / 5, 0.0)})
+    assert cells(report, "msu_mcq by language × tier", 2) == approx(
+        {
+            ("en", "tier1"): (3, 3 / 8, 2 / 3),
+            ("en", "tier2"): (2, 2 / 5, 0.0),
+            ("zh", "tier1"): (5, 5 / 8, 1 / 5),
+            ("zh", "tier2"): (3, 3 / 5, 1 / 3),
+        }
+    )
+    assert cells(report, "msu_mcq by scheme × tier", 2) == approx(
+        {
+            ("no_index", "tier1"): (4, 4 / 8, 0.5),
+            ("time_index", "tier1"): (1, 1 / 8, 0.0),
+            ("speaker_index", "tier1"): (1, 1 / 8, 0.0),
+            ("transcript_index", "tier1"): (1, 1 / 8, 0.0),
+            ("complex_index", "tier1"): (1, 1 / 8, 1.0),
+            ("no_index", "tier2"): (1, 1 / 5, 0.0),
+            ("unknown_index", "tier2"): (1, 1 / 5, 1.0),
+            ("complex_index", "tier2"): (1, 1 / 5, 0.0),
+            ("transcript_index", "tier2"): (1, 1 / 5, 0.0),
+            ("time_index", "tier2"): (1, 1 / 5, 0.0),
+        }
+    )
+    assert cells(report, "msu_mcq by error_type × tier", 2) == approx(
+        {
+            ("correct", "tier1"): (3, 3 / 8, 1.0),
+            ("unknown", "tier1"): (1, 1 / 8, 0.0),
+            ("hallucination", "tier1"): (2, 2 / 8, 0.0),
+            ("other", "tier1"): (1, 1 / 8, 0.0),
+            ("wrong speaker", "tier1"): (1, 1 / 8, 0.0),
+            ("instruction_not_follow", "tier2"): (2, 2 / 5, 0.0),
+            ("correct", "tier2"): (1, 1 / 5, 1.0),
+            ("hallucination", "tier2"): (1, 1 / 5, 0.0),
+            ("other", "tier2"): (1, 1 / 5, 0.0),
+        }
+    )
 
 
 def test_reverse_questions_with_the_task_option(in_workdir, tmp_path):
@@ -209,9 +275,11 @@ def test_reverse_questions_with_the_task_option(in_workdir, tmp_path):
 
     (tmp_path / "rev.yaml").write_text(
         f"include: {tasks_dir() / 'msu_mcq' / 'msu_mcq.yaml'}\ntask: msu_mcq_with_reverse\n"
-        "metadata: {version: 1.0, include_reverse: true, breakdown: [scheme]}\n")
-    result = evaluate(Scripted(), ["msu_mcq_with_reverse"], include_path=[tmp_path], cache_dir=tmp_path / "c",
-                      use_cache=False)
+        "metadata: {version: 1.0, include_reverse: true, breakdown: [scheme]}\n"
+    )
+    result = evaluate(
+        Scripted(), ["msu_mcq_with_reverse"], include_path=[tmp_path], cache_dir=tmp_path / "c", use_cache=False
+    )
     r = result["results"]["msu_mcq_with_reverse"]
     assert r["n"]["scored"] == 16 and r["summary"]["mcq_accuracy"] == pytest.approx(7 / 16)  # 4 + 3 reverse
     assert "excluded" not in r["samples"]  # nothing left out
@@ -239,22 +307,42 @@ def test_no_dataset_is_a_clear_error(tmp_path):
         os.chdir(old)
 
 
-@pytest.mark.parametrize("reply, letter", [
-    ("B", "B"), ("  c\n", "C"), ("Final answer: C", "C"), ("The answer is B", "B"),
-    ("答案是A。", "A"),  # rule 3: not flanked by capitals
-    ("A podcast, so D", "A"),  # rule 2 takes A, B, C, D in that order: the article "A" wins
-    ("D) HALLUCINATION", "D"), ("I cannot tell", ""), ("", ""), (None, ""), ("E", ""),
-    ("BD", ""),  # no standalone letter, each flanked by a capital
-    ("选D", "D"), ("option (b)", "B"),
-])
+@pytest.mark.parametrize(
+    "reply, letter",
+    [
+        ("B", "B"),
+        ("  c\n", "C"),
+        ("Final answer: C", "C"),
+        ("The answer is B", "B"),
+        ("答案是A。", "A"),  # rule 3: not flanked by capitals
+        ("A podcast, so D", "A"),  # rule 2 takes A, B, C, D in that order: the article "A" wins
+        ("D) HALLUCINATION", "D"),
+        ("I cannot tell", ""),
+        ("", ""),
+        (None, ""),
+        ("E", ""),
+        ("BD", ""),  # no standalone letter, each flanked by a capital
+        ("选D", "D"),
+        ("option (b)", "B"),
+    ],
+)
 def test_authors_letter_parser(reply, letter):
     assert parse_letter(reply) == letter
 
 
-@pytest.mark.parametrize("reply, letter", [
-    ("Final answer: C", "C"), ("**Final answer:** (b)", "B"), ("最后答案：D。", "D"), ("最终答案: A", "A"),
-    ("Final answer: A\nno wait\nFinal answer: D", "D"), ("B", ""), ("The answer is B", ""), ("Final answer: E", ""),
-])
+@pytest.mark.parametrize(
+    "reply, letter",
+    [
+        ("Final answer: C", "C"),
+        ("**Final answer:** (b)", "B"),
+        ("最后答案：D。", "D"),
+        ("最终答案: A", "A"),
+        ("Final answer: A\nno wait\nFinal answer: D", "D"),
+        ("B", ""),
+        ("The answer is B", ""),
+        ("Final answer: E", ""),
+    ],
+)
 def test_final_answer_parser(reply, letter):
     assert parse_final_answer(reply) == letter
 
@@ -263,7 +351,12 @@ def test_outcomes():
     labels = ["wrong speaker", "ground truth", "unknown", "partially correct"]
     errors = ("wrong speaker", "hallucination", "unknown")
     assert [choice_outcome(x, "B", labels, error_labels=errors) for x in ["A", "B", "C", "D", ""]] == [
-        "wrong speaker", "correct", "unknown", "other", "invalid"]
+        "wrong speaker",
+        "correct",
+        "unknown",
+        "other",
+        "invalid",
+    ]
     assert choice_outcome("A", "C", ["ground truth", "x", "y", "z"], error_labels=errors) == "other"
 
 
@@ -285,8 +378,14 @@ def test_the_task_folder_covers_tasks_tiers_capabilities_languages_schemes():
     schemes = [f"msu_mcq_{s}" for s in data["schemes"] + [data["unknown_scheme"]]]
     assert sorted(MCQ_TASKS) == sorted(["msu_mcq", "msu_mcq_strict", "msu_mcq_en", "msu_mcq_zh"] + codes + schemes)
     assert sorted(TM.resolve(["msu_mcq_tasks"])) == sorted(codes)
-    assert TM.resolve(["msu_mcq_tier2"]) == ["msu_mcq_bi", "msu_mcq_rii", "msu_mcq_dar", "msu_mcq_qasi",
-                                             "msu_mcq_eir", "msu_mcq_msvs"]
+    assert TM.resolve(["msu_mcq_tier2"]) == [
+        "msu_mcq_bi",
+        "msu_mcq_rii",
+        "msu_mcq_dar",
+        "msu_mcq_qasi",
+        "msu_mcq_eir",
+        "msu_mcq_msvs",
+    ]
     assert TM.resolve(["msu_mcq_sid"]) == ["msu_mcq_rsr", "msu_mcq_sr", "msu_mcq_svs", "msu_mcq_sc", "msu_mcq_sv"]
     assert TM.resolve(["msu_mcq_languages"]) == ["msu_mcq_en", "msu_mcq_zh"]
     assert TM.resolve(["msu_mcq_schemes"]) == schemes
@@ -300,8 +399,9 @@ def test_every_mcq_task(name):
     assert task.gen_kwargs["max_new_tokens"] == (256 if name == "msu_mcq_strict" else 8)
     for entry in task.config.metric_list:
         make_metric(entry, ScoringContext())
-        assert entry["metric"] == "mcq_accuracy" and entry["parser"] == ("final_answer" if name == "msu_mcq_strict"
-                                                                          else "first_letter")
+        assert entry["metric"] == "mcq_accuracy" and entry["parser"] == (
+            "final_answer" if name == "msu_mcq_strict" else "first_letter"
+        )
     meta = task.config.metadata
     assert meta["include_reverse"] is False and set(meta.get("select", {})) <= set(MCQ_FEATURES)
     fields = {f for e in meta["breakdown"] for f in ([e] if isinstance(e, str) else e)}
@@ -320,9 +420,14 @@ def test_report_states_the_reverse_questions_left_out(run):
     section = report.split("### Docs the tasks left out (not scored, not in any denominator)\n\n", 1)[1]
     table = section.split("\n\n", 1)[0].splitlines()[2:]  # header and rule dropped
     rows = {tuple(c.strip() for c in line.strip("|").split("|")) for line in table}
-    assert rows == {("msu_mcq", "reverse_question", "3"), ("msu_mcq_sv", "reverse_question", "1"),
-                    ("msu_mcq_bi", "reverse_question", "1"), ("msu_mcq_dar", "reverse_question", "1"),
-                    ("msu_mcq_zh", "reverse_question", "2"), ("msu_mcq_en", "reverse_question", "1")}
+    assert rows == {
+        ("msu_mcq", "reverse_question", "3"),
+        ("msu_mcq_sv", "reverse_question", "1"),
+        ("msu_mcq_bi", "reverse_question", "1"),
+        ("msu_mcq_dar", "reverse_question", "1"),
+        ("msu_mcq_zh", "reverse_question", "2"),
+        ("msu_mcq_en", "reverse_question", "1"),
+    }
     after = report.split("### msu_mcq by task\n", 1)[1].split("###", 1)[0]
     assert "Not in this table: 3 docs the task left out (reverse_question 3)." in after
 
@@ -331,5 +436,7 @@ def test_dry_run_states_the_reverse_questions_left_out(in_workdir, tmp_path):
     from lalm_eval.evaluator import plan_run
 
     plan = plan_run(Scripted(), ["msu_mcq", "msu_mcq_gi"], cache_dir=tmp_path / "c", use_cache=False)
-    assert plan["tasks"]["msu_mcq"]["requests"] == 13 and plan["tasks"]["msu_mcq"]["excluded"] == {"reverse_question": 3}
+    assert plan["tasks"]["msu_mcq"]["requests"] == 13 and plan["tasks"]["msu_mcq"]["excluded"] == {
+        "reverse_question": 3
+    }
     assert "excluded" not in plan["tasks"]["msu_mcq_gi"]  # GI: no reverse_* question in the fixture

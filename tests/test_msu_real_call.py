@@ -32,8 +32,13 @@ def rows_of(out):
 def test_default_60_s_minimum_is_a_clear_error_with_the_real_span(tmp_path):
     calls = write_rttm_call(tmp_path / "calls")
     with pytest.raises(ConfigError) as err:
-        build(tmp_path / "out", load_preset("small", {"languages": ["en"]}), corpus="rttm",
-              corpus_dir=str(calls), corpus_options={"language": "en"})
+        build(
+            tmp_path / "out",
+            load_preset("small", {"languages": ["en"]}),
+            corpus="rttm",
+            corpus_dir=str(calls),
+            corpus_options={"language": "en"},
+        )
     message = str(err.value)
     assert "card template" not in message and "rttm-call: no 60-120 s window" in message
     assert "recording is 30.0 s" in message and "span 3.1-26.9 s" in message and "min_segment_s" in message
@@ -90,8 +95,13 @@ def test_transcript_speaker_names_unlike_the_rttm_labels_fail_clearly_or_map(tmp
     with pytest.raises(DataError, match=r"speaker labels differ: transcript \['Alice', 'Bob'\] vs RTTM \['A', 'B'\]"):
         build_call(tmp_path, calls)
     cfg = load_preset("small", {"languages": ["en"], "min_segment_s": 30})
-    info = build(tmp_path / "out", cfg, corpus="rttm", corpus_dir=str(calls),
-                 corpus_options={"language": "en", "speaker_map": "overlap"})
+    info = build(
+        tmp_path / "out",
+        cfg,
+        corpus="rttm",
+        corpus_dir=str(calls),
+        corpus_options={"language": "en", "speaker_map": "overlap"},
+    )
     rows = rows_of(tmp_path / "out")
     assert info["plan"]["untranscribed_turns"] == 0 and all(r["answer"].strip() for r in rows)
     transcript = next(r["answer"] for r in rows if r["task_id"] == "t4_mst_dialogue_transcription")
@@ -110,8 +120,9 @@ def test_segment_audio_decodes_only_its_span_of_a_long_session(tmp_path, monkeyp
     path = tmp_path / "session.flac"  # a 10-minute two-channel telephone session at 8 kHz
     sf.write(path, call_audio(CALL_TURNS * 1, seconds=600.0, sr=8000, channels=2), 8000)
     whole, _ = read_audio(path)  # 16 kHz mono, the old way: decode everything
-    seg = Conversation(id="s", language="en", source="rttm", audio=path, duration=30.0, speakers={}, turns=[],
-                       offset=2.0)
+    seg = Conversation(
+        id="s", language="en", source="rttm", audio=path, duration=30.0, speakers={}, turns=[], offset=2.0
+    )
     read_frames = []
     real_read = sf.SoundFile.read
 
@@ -123,10 +134,11 @@ def test_segment_audio_decodes_only_its_span_of_a_long_session(tmp_path, monkeyp
     monkeypatch.setattr(audio_io.sf, "read", lambda *a, **k: pytest.fail("decoded the whole session"))
     part = segment_audio(seg)
     assert read_frames == [30 * 8000] and len(part) == 30 * 16000
-    reference = whole[2 * 16000:32 * 16000]
+    reference = whole[2 * 16000 : 32 * 16000]
     assert np.corrcoef(part[1000:-1000], reference[1000:-1000])[0, 1] > 0.99
-    late = Conversation(id="s", language="en", source="rttm", audio=path, duration=30.0, speakers={}, turns=[],
-                        offset=590.0)
+    late = Conversation(
+        id="s", language="en", source="rttm", audio=path, duration=30.0, speakers={}, turns=[], offset=590.0
+    )
     with pytest.raises(OSError, match=r"span 590.000\+30.000 s lies outside the file \(600.000 s long\)"):
         segment_audio(late)
 
@@ -149,11 +161,22 @@ def test_msu_corpus_info_shows_spans_segments_and_skips(tmp_path, capsys):
     assert main(args + ["--json"]) == 0
     stats = json.loads(capsys.readouterr().out)
     (conv,) = stats["conversations"]
-    assert conv == {"id": "rttm-call", "language": "en", "seconds": 30.0, "turn_span": [3.1, 26.9], "speakers": 2,
-                    "turns": 13, "untranscribed": 1, "segments": 0, "segment_seconds": [],
-                    "no_segment_reasons": [conv["no_segment_reasons"][0]]}
+    assert conv == {
+        "id": "rttm-call",
+        "language": "en",
+        "seconds": 30.0,
+        "turn_span": [3.1, 26.9],
+        "speakers": 2,
+        "turns": 13,
+        "untranscribed": 1,
+        "segments": 0,
+        "segment_seconds": [],
+        "no_segment_reasons": [conv["no_segment_reasons"][0]],
+    }
     assert "no 60-120 s window" in conv["no_segment_reasons"][0]
-    assert [s["file"] for s in stats["skipped"]] == ["named.rttm"] and "speaker labels differ" in stats["skipped"][0]["reason"]
+    assert [s["file"] for s in stats["skipped"]] == ["named.rttm"] and "speaker labels differ" in stats["skipped"][0][
+        "reason"
+    ]
     assert main(args + ["--set", "min_segment_s=30"]) == 0
     table = capsys.readouterr().out
     assert "1 segment(s) under min_segment_s=30" in table and "named.rttm: speaker labels differ" in table

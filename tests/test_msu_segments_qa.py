@@ -20,8 +20,17 @@ def conversation(n_turns=60, turn_s=4.0, gap=1.0, speakers=("A", "B"), interrupt
         if interrupt_every and i and i % interrupt_every == 0:
             start = t - gap - 1.0  # overlaps the previous turn by one second
             interrupts = f"c-t{i - 1:04d}"
-        turns.append(Turn(id=f"c-t{i:04d}", speaker=spk, text=f"sentence number {i} from {spk} here",
-                          start=start, end=start + turn_s, interrupts=interrupts, emotion="happy" if i % 3 else "sad"))
+        turns.append(
+            Turn(
+                id=f"c-t{i:04d}",
+                speaker=spk,
+                text=f"sentence number {i} from {spk} here",
+                start=start,
+                end=start + turn_s,
+                interrupts=interrupts,
+                emotion="happy" if i % 3 else "sad",
+            )
+        )
         t = max(t, start + turn_s) + gap
     info = {s: SpeakerInfo(id=s, gender="female" if s == "A" else "male") for s in speakers}
     return Conversation(id="c", language="en", source="test", audio=None, duration=t, speakers=info, turns=turns)
@@ -51,15 +60,26 @@ def test_single_speaker_window_is_skipped_and_reported():
 def test_too_short_conversation_yields_nothing_and_says_the_real_span():
     segments, rejected = select_segments(conversation(n_turns=5), SegmentRule())
     assert segments == []
-    assert rejected == ["c: no 60-120 s window: the recording is 25.0 s, its turns span 0.0-24.0 s, "
-                        "the longest window on free turn boundaries is 25.0 s (lower min_segment_s to use it)"]
+    assert rejected == [
+        "c: no 60-120 s window: the recording is 25.0 s, its turns span 0.0-24.0 s, "
+        "the longest window on free turn boundaries is 25.0 s (lower min_segment_s to use it)"
+    ]
 
 
 def call_conversation(duration=30.0):
-    turns = [Turn(id=f"call-t{i:04d}", speaker=spk, text=text, start=s, end=e)
-             for i, (spk, s, e, text) in enumerate(CALL_TURNS, 1)]
-    return Conversation(id="call", language="en", source="rttm", audio=None, duration=duration,
-                        speakers={s: SpeakerInfo(id=s) for s in "AB"}, turns=turns)
+    turns = [
+        Turn(id=f"call-t{i:04d}", speaker=spk, text=text, start=s, end=e)
+        for i, (spk, s, e, text) in enumerate(CALL_TURNS, 1)
+    ]
+    return Conversation(
+        id="call",
+        language="en",
+        source="rttm",
+        audio=None,
+        duration=duration,
+        speakers={s: SpeakerInfo(id=s) for s in "AB"},
+        turns=turns,
+    )
 
 
 def test_a_30_s_call_is_one_segment_spanning_the_whole_recording():
@@ -92,10 +112,20 @@ def test_template_questions_use_only_present_facts():
     items = generate_segment_qa(seg, task_ids, asked, np.random.default_rng(0), per_segment=25)
     got = {q.task_id for q in items}
     # facts present: speakers, genders, emotions, timing; absent: accents, venue, outcome, ...
-    assert {"t1_sr_speaker_counting", "t1_sac_gender_recognition", "t1_spa_emotion_recognition",
-            "t4_mst_dialogue_transcription", "t2_sda_emotion_evolution", "t1_sr_silence_overlap_detection"} <= got
-    assert not got & {"t1_sac_accent_dialect_recognition", "t3_mssi_dialogue_background_reasoning",
-                      "t3_mssi_dialogue_result_reasoning", "t4_mscr_motivation_reasoning"}
+    assert {
+        "t1_sr_speaker_counting",
+        "t1_sac_gender_recognition",
+        "t1_spa_emotion_recognition",
+        "t4_mst_dialogue_transcription",
+        "t2_sda_emotion_evolution",
+        "t1_sr_silence_overlap_detection",
+    } <= got
+    assert not got & {
+        "t1_sac_accent_dialect_recognition",
+        "t3_mssi_dialogue_background_reasoning",
+        "t3_mssi_dialogue_result_reasoning",
+        "t4_mscr_motivation_reasoning",
+    }
     count = next(q for q in items if q.task_id == "t1_sr_speaker_counting")
     assert count.answer == "Two."
     transcript = next(q for q in items if q.task_id == "t4_mst_dialogue_transcription").answer

@@ -17,10 +17,16 @@ TIERS = {
     "tier4": "Multi-Speaker Interaction Understanding",
 }
 CAPABILITY_TIER = {
-    "sr": "tier1", "sac": "tier1", "spa": "tier1",
-    "sda": "tier2", "scii": "tier2",
-    "mssi": "tier3", "msri": "tier3",
-    "mst": "tier4", "msia": "tier4", "mscr": "tier4",
+    "sr": "tier1",
+    "sac": "tier1",
+    "spa": "tier1",
+    "sda": "tier2",
+    "scii": "tier2",
+    "mssi": "tier3",
+    "msri": "tier3",
+    "mst": "tier4",
+    "msia": "tier4",
+    "mscr": "tier4",
 }
 CAPABILITY_NAME = {
     "sr": "Speaker Recognition",
@@ -36,12 +42,14 @@ CAPABILITY_NAME = {
 }
 CAPABILITY_TASKS = {
     "sr": ["Speaker Recognition", "Speaker Counting", "Silence/Overlap Detection"],
-    "sac": ["Accent/Dialect Recognition", "Language Recognition", "Gender Recognition",
-            "Age Recognition"],
+    "sac": ["Accent/Dialect Recognition", "Language Recognition", "Gender Recognition", "Age Recognition"],
     "spa": ["Voice Quality Analysis", "Speech Flow Analysis", "Emotion Recognition"],
     "sda": ["Emotion Evolution", "Voice Quality Evolution", "Opinion Change Recognition"],
-    "scii": ["Language/Accent Cultural Reasoning", "Expression Preference Recognition",
-             "Geographical Location Estimation"],
+    "scii": [
+        "Language/Accent Cultural Reasoning",
+        "Expression Preference Recognition",
+        "Geographical Location Estimation",
+    ],
     "mssi": ["Dialogue Background Reasoning", "Dialogue Result Reasoning"],
     "msri": ["Speaker Role Recognition", "Social Role Recognition"],
     "mst": ["Dialogue Transcription"],
@@ -94,8 +102,7 @@ def test_prompts(tax):
     for lang in ("en", "zh"):
         assert "{spk_1:" in transcription.inference_prompt(lang)
     assert tax.task("t1_sr_speaker_counting").prompt["en"] == "Answer with a single number."
-    assert tax.task("t1_sr_speaker_recognition").prompt["en"].startswith(
-        "Quote the speaker's words exactly")
+    assert tax.task("t1_sr_speaker_recognition").prompt["en"].startswith("Quote the speaker's words exactly")
     for t in tax.tasks:
         assert set(t.prompt) == {"en", "zh"}
         if t.answer_type == "label" and t.labels:  # candidate labels are spelled out in English
@@ -106,12 +113,15 @@ def test_prompts(tax):
 def test_label_sets(tax):
     assert tax.task("t1_sac_gender_recognition").labels == {"gender": ("male", "female")}
     assert tax.task("t1_sac_age_recognition").labels["age_group"] == (
-        "child", "young adult", "adult", "middle-aged", "senior")
+        "child",
+        "young adult",
+        "adult",
+        "middle-aged",
+        "senior",
+    )
     assert "calm" in tax.task("t1_spa_emotion_recognition").labels["emotion"]
-    assert tax.task("t3_mssi_dialogue_result_reasoning").labels["outcome"] == (
-        "consensus", "disagreement")
-    assert tax.task("t3_mssi_dialogue_background_reasoning").labels["formality"] == (
-        "formal", "semi-formal", "casual")
+    assert tax.task("t3_mssi_dialogue_result_reasoning").labels["outcome"] == ("consensus", "disagreement")
+    assert tax.task("t3_mssi_dialogue_background_reasoning").labels["formality"] == ("formal", "semi-formal", "casual")
 
 
 @pytest.mark.skipif(not PAPER.is_file(), reason="seed paper not available")
@@ -162,24 +172,26 @@ def test_duplicate_task_id_is_an_error(tmp_path):
 
 
 def test_missing_zh_prompt_is_an_error(tmp_path):
-    line = next(x for x in TAXONOMY_FILE.read_text(encoding="utf-8").splitlines(keepends=True)
-                if x.strip().startswith('zh: "请按格式'))
+    line = next(
+        x
+        for x in TAXONOMY_FILE.read_text(encoding="utf-8").splitlines(keepends=True)
+        if x.strip().startswith('zh: "请按格式')
+    )
     err = _error(_broken(tmp_path, line, ""))
     assert err.field == "prompt.zh" and "t4_mst_dialogue_transcription" in str(err)
 
 
 def test_id_prefix_must_match_tier_and_capability(tmp_path):
-    err = _error(_broken(tmp_path, "id: t2_sda_emotion_evolution\n",
-                         "id: t1_sda_emotion_evolution\n"))
+    err = _error(_broken(tmp_path, "id: t2_sda_emotion_evolution\n", "id: t1_sda_emotion_evolution\n"))
     assert err.field == "id" and "t2_sda_" in str(err)
-    err = _error(_broken(tmp_path, "    capability: sr\n    answer_type: count",
-                         "    capability: sac\n    answer_type: count"))
+    err = _error(
+        _broken(tmp_path, "    capability: sr\n    answer_type: count", "    capability: sac\n    answer_type: count")
+    )
     assert err.field == "id"
 
 
 def test_unknown_tier_and_missing_field_are_errors(tmp_path):
-    err = _error(_broken(tmp_path, "    tier: tier4\n    capability: mst", "    tier: tier9\n"
-                         "    capability: mst"))
+    err = _error(_broken(tmp_path, "    tier: tier4\n    capability: mst", "    tier: tier9\n    capability: mst"))
     assert err.field == "tier"
     err = _error(_broken(tmp_path, "    answer_type: transcription\n", ""))
     assert err.field == "answer_type"

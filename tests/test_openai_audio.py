@@ -60,8 +60,13 @@ def test_compatible_servers_get_no_modalities_and_vllm_gets_its_extra_fields(ser
 
 def test_system_message_is_one_string(server):
     req = request()
-    req = type(req)(req.task, 0, req.audios, ({"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
-                                              *req.messages), req.gen_kwargs)
+    req = type(req)(
+        req.task,
+        0,
+        req.audios,
+        ({"role": "system", "content": [{"type": "text", "text": "Be brief."}]}, *req.messages),
+        req.gen_kwargs,
+    )
     OpenAIAudioAdapter(model="m", base_url=server.base_url).generate([req])
     assert server.records[0].body["messages"][0] == {"role": "system", "content": "Be brief."}
 
@@ -85,7 +90,8 @@ def test_price_table_lookup_and_budget(tmp_path):
     assert price.cost(usage) == pytest.approx((400 * 2.5 + 600 * 40 + 100 * 10) / 1e6)
     gem = prices.lookup("gemini-2.5-flash")
     assert gem.cost({"prompt_tokens": 10, "completion_tokens": 5, "thoughts_tokens": 20}) == pytest.approx(
-        (10 * 0.3 + 25 * 2.5) / 1e6)  # thinking billed as output
+        (10 * 0.3 + 25 * 2.5) / 1e6
+    )  # thinking billed as output
     budget = Budget(price.cost(usage) * 2.5, prices)
     assert [budget.exhausted for _ in range(3) if budget.charge("gpt-4o-audio-preview", usage)] == [False, False, True]
     assert budget.charge("unknown-model", usage) is None and budget.unpriced == 1
@@ -100,13 +106,21 @@ def test_price_table_lookup_and_budget(tmp_path):
 
 # -- end to end through the CLI ---------------------------------------------------------------------
 
+
 def test_cli_palm_and_msu_against_the_server(tmp_path_factory, tmp_path, monkeypatch):
     monkeypatch.chdir(api_datasets(tmp_path_factory))
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     with OpenAIServer() as server:
         server.script({"status": 429, "retry_after": "0.2"}, {"status": 500}, {"delay": 1.2}, {"filter": True})
-        check_cli_run("openai_audio", server, "model=gpt-4o-audio-preview,timeout=0.8,retry_delay=0.01,concurrency=4",
-                      ["palm", "msu", "palm_recognition_enroll"], tmp_path, retried=3, failures={"content_filter": 1})
+        check_cli_run(
+            "openai_audio",
+            server,
+            "model=gpt-4o-audio-preview,timeout=0.8,retry_delay=0.01,concurrency=4",
+            ["palm", "msu", "palm_recognition_enroll"],
+            tmp_path,
+            retried=3,
+            failures={"content_filter": 1},
+        )
 
 
 def _count_cached(path: Path) -> int:
@@ -124,9 +138,23 @@ def test_killed_run_resumes_without_asking_twice(tmp_path_factory, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     env.pop("OPENAI_API_KEY", None)
     with OpenAIServer() as server:
-        cmd = [sys.executable, "-m", "lalm_eval.cli", "--model", "openai_audio", "--model_args",
-               f"model=gpt-4o-audio-preview,base_url={server.base_url},concurrency=2", "--tasks", tasks,
-               "--limit", str(limit), "--cache_dir", str(tmp_path / "cache"), "--output_path", str(tmp_path / "out")]
+        cmd = [
+            sys.executable,
+            "-m",
+            "lalm_eval.cli",
+            "--model",
+            "openai_audio",
+            "--model_args",
+            f"model=gpt-4o-audio-preview,base_url={server.base_url},concurrency=2",
+            "--tasks",
+            tasks,
+            "--limit",
+            str(limit),
+            "--cache_dir",
+            str(tmp_path / "cache"),
+            "--output_path",
+            str(tmp_path / "out"),
+        ]
         server.script(*[{}] * first, *[{"hold": True}] * 50)  # answer 5, then hold every request
         db = tmp_path / "cache" / "responses.sqlite"
         with open(tmp_path / "run1.log", "w") as log:

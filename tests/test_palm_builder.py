@@ -27,17 +27,30 @@ def make_corpus_copy(root: Path, corpus) -> Path:
             rel = Path("audio") / sid / utt.audio.name
             (root / "data" / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(utt.audio, root / "data" / rel)
-            lines.append({"id": utt.id, "speaker": sid, "language": utt.language, "text": utt.text,
-                          "duration": utt.duration, "audio": rel.as_posix(),
-                          "sampling_rate": utt.sampling_rate, "voice": utt.voice})
+            lines.append(
+                {
+                    "id": utt.id,
+                    "speaker": sid,
+                    "language": utt.language,
+                    "text": utt.text,
+                    "duration": utt.duration,
+                    "audio": rel.as_posix(),
+                    "sampling_rate": utt.sampling_rate,
+                    "voice": utt.voice,
+                }
+            )
     (root / "data" / "manifest.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     return root
 
 
 def tiny_config(**changes) -> BuildConfig:
-    base = dict(audios_per_subject={"train": 6, "test": 6}, reasoning_per_subject={"train": 1, "test": 2},
-                templates_per_audio=4, ad_max_seconds=3.0,
-                augmentation={"speed_prob": 0.3, "noise_prob": 0.3, "reverb_prob": 0.2})
+    base = dict(
+        audios_per_subject={"train": 6, "test": 6},
+        reasoning_per_subject={"train": 1, "test": 2},
+        templates_per_audio=4,
+        ad_max_seconds=3.0,
+        augmentation={"speed_prob": 0.3, "noise_prob": 0.3, "reverb_prob": 0.2},
+    )
     base.update(changes)
     return load_preset("small", base)
 
@@ -80,8 +93,10 @@ def test_every_config_loads_with_audio_decoded(built):
     assert samples.sample_rate == 16000
     assert samples.data.shape[-1] / 16000 == pytest.approx(row["duration"], abs=0.01)
     assert info["bytes_per_sample"] > 0 and info["stats"]["total_samples"] == sum(
-        len(datasets.load_dataset(str(out), c, split=s)) for c in ("recognition", "captioning", "reasoning")
-        for s in ("train", "test"))
+        len(datasets.load_dataset(str(out), c, split=s))
+        for c in ("recognition", "captioning", "reasoning")
+        for s in ("train", "test")
+    )
 
 
 def test_coverage_of_speakers_strata_languages_and_refusals(rows):
@@ -104,8 +119,9 @@ def test_no_source_clip_in_both_splits(rows, built):
 
 
 def test_rows_agree_with_their_audio_and_spans(rows):
-    import soundfile as sf
     import io
+
+    import soundfile as sf
 
     for r in rows["test"][:40]:
         audio, sr = sf.read(io.BytesIO(r["audio"]["bytes"]))
@@ -153,10 +169,18 @@ def test_augmentation_is_recorded_and_only_on_positive_audio(rows):
 def test_same_seed_gives_identical_shards(built, corpus_dir, work, tmp_path):
     again = build(tmp_path / "again", tiny_config(), corpus="embedded", corpus_dir=str(corpus_dir), work_dir=work)
     assert again["shards"] == built[1]["shards"]
-    other = build(tmp_path / "seed1", tiny_config(seed=1), corpus="embedded", corpus_dir=str(corpus_dir),
-                  work_dir=work, tasks=("captioning",))
-    assert other["shards"]["captioning/test-00000-of-00001.parquet"] != built[1]["shards"][
-        "captioning/test-00000-of-00001.parquet"]
+    other = build(
+        tmp_path / "seed1",
+        tiny_config(seed=1),
+        corpus="embedded",
+        corpus_dir=str(corpus_dir),
+        work_dir=work,
+        tasks=("captioning",),
+    )
+    assert (
+        other["shards"]["captioning/test-00000-of-00001.parquet"]
+        != built[1]["shards"]["captioning/test-00000-of-00001.parquet"]
+    )
 
 
 def spy_pools(monkeypatch) -> list[int]:
@@ -175,8 +199,9 @@ def spy_pools(monkeypatch) -> list[int]:
 
 def test_two_processes_give_the_same_shards_as_one(built, corpus_dir, work, tmp_path, monkeypatch):
     opened = spy_pools(monkeypatch)
-    two = build(tmp_path / "np2", tiny_config(), corpus="embedded", corpus_dir=str(corpus_dir), work_dir=work,
-                num_proc=2)
+    two = build(
+        tmp_path / "np2", tiny_config(), corpus="embedded", corpus_dir=str(corpus_dir), work_dir=work, num_proc=2
+    )
     # every config's every split was written by 2 processes (enrollment: one train split)
     assert opened == [2] * (2 * 3 + 1)
     assert two["shards"] == built[1]["shards"]  # byte-identical Parquet, so identical rows in order
@@ -191,8 +216,11 @@ def test_bad_inputs_are_named(corpus_dir, work, tmp_path, corpus):
     # a speaker with a single clip cannot be split
     one_clip = make_corpus_copy(tmp_path / "one", corpus)
     manifest = one_clip / "data" / "manifest.jsonl"
-    lines = [line for line in manifest.read_text().splitlines()
-             if json.loads(line)["speaker"] != "en_s03" or json.loads(line)["id"].endswith("u001")]
+    lines = [
+        line
+        for line in manifest.read_text().splitlines()
+        if json.loads(line)["speaker"] != "en_s03" or json.loads(line)["id"].endswith("u001")
+    ]
     manifest.write_text("\n".join(lines) + "\n")
     with pytest.raises(DataError, match="'en_s03' has 1 clip"):
         build(tmp_path / "o1", tiny_config(), corpus_dir=str(one_clip), work_dir=work)
@@ -226,9 +254,17 @@ class CannedProfileLLM:
         self.calls += len(batch)
         if "description" in batch[0][0]["content"].lower() and "interests" not in batch[0][0]["content"]:
             return [json.dumps({"description": "A steady, clear synthetic voice."})] * len(batch)
-        profile = {"age": 30, "occupation": "engineer", "personality": "calm", "speaking_style": "plain",
-                   "intro": "a person", "interests": {k: f"likes {k}" for k in (
-                       "movie", "music", "hobby", "food", "books", "pet", "sports", "academic", "tech")}}
+        profile = {
+            "age": 30,
+            "occupation": "engineer",
+            "personality": "calm",
+            "speaking_style": "plain",
+            "intro": "a person",
+            "interests": {
+                k: f"likes {k}"
+                for k in ("movie", "music", "hobby", "food", "books", "pet", "sports", "academic", "tech")
+            },
+        }
         return [json.dumps(profile)] * len(batch)
 
 
@@ -237,19 +273,39 @@ def test_subjects_without_profiles_skip_reasoning_or_get_llm_profiles(tmp_path, 
 
     folder = make_folder_corpus(tmp_path / "folder", corpus)
     cfg = tiny_config(languages=["en"], audios_per_subject={"train": 2, "test": 2})
-    info = build(tmp_path / "plain", cfg, corpus="folder", corpus_dir=str(folder),
-                 corpus_options={"language": "en"}, work_dir=work)
+    info = build(
+        tmp_path / "plain",
+        cfg,
+        corpus="folder",
+        corpus_dir=str(folder),
+        corpus_options={"language": "en"},
+        work_dir=work,
+    )
     assert "reasoning" not in info["stats"]["by"]["task"]
     assert info["plan"]["skipped_reasoning_slots"] == {"train": 5, "test": 10}
     assert len(info["plan"]["subjects_without_profile"]) == 5
 
     llm = CannedProfileLLM()
     TextLLM.register(CannedProfileLLM)
-    info = build(tmp_path / "llm", cfg, corpus="folder", corpus_dir=str(folder),
-                 corpus_options={"language": "en"}, work_dir=work, llm=llm)
+    info = build(
+        tmp_path / "llm",
+        cfg,
+        corpus="folder",
+        corpus_dir=str(folder),
+        corpus_options={"language": "en"},
+        work_dir=work,
+        llm=llm,
+    )
     assert llm.calls == 10 and info["plan"]["generated_profiles"] == 5  # 5 profiles + 5 HDs
     assert info["plan"]["subjects_without_hd"] == []
     assert info["stats"]["by"]["task"]["reasoning"]["samples"] == 15
-    build(tmp_path / "llm2", cfg, corpus="folder", corpus_dir=str(folder), corpus_options={"language": "en"},
-          work_dir=work, llm=llm)
+    build(
+        tmp_path / "llm2",
+        cfg,
+        corpus="folder",
+        corpus_dir=str(folder),
+        corpus_options={"language": "en"},
+        work_dir=work,
+        llm=llm,
+    )
     assert llm.calls == 10  # profiles and HDs served from the cache

@@ -35,7 +35,8 @@ def built(tmp_path_factory, corpus):
 def enrollment(built):
     """``{subject_id: [rows sorted by clip_id]}`` of the build's enrollment config (audio encoded)."""
     table = datasets.load_dataset(str(built), "enrollment", split="train").cast_column(
-        "audio", datasets.Audio(decode=False))
+        "audio", datasets.Audio(decode=False)
+    )
     out = {}
     for row in table:
         out.setdefault(row["subject_id"], []).append(row)
@@ -51,8 +52,7 @@ def test_clips(built):
 def on_build(name: str, built, **metadata) -> Task:
     """Task ``name`` reading the tiny build (and ``metadata`` keys changed)."""
     task = TM.load_task(name)
-    config = dataclasses.replace(task.config, dataset_path=str(built),
-                                 metadata={**task.config.metadata, **metadata})
+    config = dataclasses.replace(task.config, dataset_path=str(built), metadata={**task.config.metadata, **metadata})
     return Task(config, task.yaml_file)
 
 
@@ -65,14 +65,16 @@ def runs(built, tmp_path_factory):
     for name in ENROLL_TASKS:
         task = on_build(name, built)
         docs, n = load_docs(task, cache, None)
-        docs = [d for d in docs if d["language"] == "en"][:LIMIT // 2] + [
-            d for d in docs if d["language"] == "zh"][:LIMIT // 2]
+        docs = [d for d in docs if d["language"] == "en"][: LIMIT // 2] + [d for d in docs if d["language"] == "zh"][
+            : LIMIT // 2
+        ]
         assert len(docs) == LIMIT < n
         out[name] = (task, docs, build_requests(task, docs, {"model": "none"}, {}))
     return out
 
 
 # -- the tasks ------------------------------------------------------------------------------------
+
 
 def test_tasks_group_and_tag():
     assert TM.resolve(["palm_enroll"]) == list(ENROLL_TASKS)
@@ -132,7 +134,8 @@ def test_n_enroll_from_metadata(built, tmp_path, enrollment):
     for doc, request in zip(docs, run.requests):
         assert len(request.audios) == 2 * len(doc["queried"]) + 1
         assert [r["clip_id"] for r in doc["enrollment"]] == [
-            row["clip_id"] for sid in doc["queried_ids"] for row in enrollment[sid][:2]]
+            row["clip_id"] for sid in doc["queried_ids"] for row in enrollment[sid][:2]
+        ]
     with pytest.raises(DataError, match="clip\\(s\\) in the 'enrollment' config, 999 needed"):
         load_docs(on_build("palm_recognition_enroll", built, n_enroll=999), tmp_path, 1)
 
@@ -152,13 +155,13 @@ def test_missing_enrollment_config_and_missing_path_are_named(built, tmp_path):
 
 # -- several audios through a tiny Qwen2-Audio --------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def qwen2_audio(tmp_path_factory):
     from lalm_eval.models.qwen2_audio import Qwen2AudioAdapter
     from lalm_eval.models.tiny import make_tiny_model
 
-    return Qwen2AudioAdapter(str(make_tiny_model("qwen2_audio", tmp_path_factory.mktemp("tiny") / "q2a")),
-                             device="cpu")
+    return Qwen2AudioAdapter(str(make_tiny_model("qwen2_audio", tmp_path_factory.mktemp("tiny") / "q2a")), device="cpu")
 
 
 def test_tiny_qwen2_audio_gets_every_audio_and_generates(runs, qwen2_audio):
@@ -208,13 +211,24 @@ def toy(tmp_path, name, extra):
 
 
 def test_content_parts_interleave_and_doc_to_text_comes_last(tmp_path):
-    task = toy(tmp_path, "t", "doc_to_messages: !function hooks.parts\ndoc_to_audio: !function hooks.two\n"
-                              "description: 'Be brief.'\n")
+    task = toy(
+        tmp_path,
+        "t",
+        "doc_to_messages: !function hooks.parts\ndoc_to_audio: !function hooks.two\ndescription: 'Be brief.'\n",
+    )
     assert task.messages(DOC) == [
         {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
-        {"role": "user", "content": [{"type": "text", "text": "Ref Amy:"}, {"type": "audio"},
-                                     {"type": "text", "text": "Test:"}, {"type": "audio"},
-                                     {"type": "text", "text": "Same voice?"}]}]
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Ref Amy:"},
+                {"type": "audio"},
+                {"type": "text", "text": "Test:"},
+                {"type": "audio"},
+                {"type": "text", "text": "Same voice?"},
+            ],
+        },
+    ]
     assert task.audio_of(DOC) == ["r.wav", "t.wav"]
     plain = toy(tmp_path / "plain", "t", "doc_to_audio: !function hooks.two\n")
     assert task.task_hash != plain.task_hash  # doc_to_messages (and its hook file) enter the hash
@@ -222,13 +236,17 @@ def test_content_parts_interleave_and_doc_to_text_comes_last(tmp_path):
 
 def test_audio_parts_must_match_the_audios(tmp_path):
     task = toy(tmp_path, "mismatch", "doc_to_messages: !function hooks.parts\ndoc_to_audio: !function hooks.one\n")
-    with pytest.raises(ConfigError, match=r"mismatch\.yaml: task 'mismatch': doc_to_messages \(hooks\.parts\) gives "
-                                          r"2 audio part\(s\) but doc_to_audio gives 1 audio"):
+    with pytest.raises(
+        ConfigError,
+        match=r"mismatch\.yaml: task 'mismatch': doc_to_messages \(hooks\.parts\) gives "
+        r"2 audio part\(s\) but doc_to_audio gives 1 audio",
+    ):
         task.messages(DOC)
 
 
-@pytest.mark.parametrize("hook, seen", [("keep", "plain"), ("with_context", ("some/path", 7)),
-                                        ("with_kwargs", ["dataset_path", "metadata"])])
+@pytest.mark.parametrize(
+    "hook, seen", [("keep", "plain"), ("with_context", ("some/path", 7)), ("with_kwargs", ["dataset_path", "metadata"])]
+)
 def test_process_docs_gets_the_context_its_signature_asks_for(tmp_path, hook, seen):
     task = toy(tmp_path, "t", f"process_docs: !function hooks.{hook}\nmetadata: {{version: 1.0, k: 7}}\n")
     assert task.process_docs([DOC], dataset_path="some/path")[0]["seen"] == seen

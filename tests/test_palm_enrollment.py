@@ -21,8 +21,12 @@ from tests.test_palm_builder import NEGATIVES, SUBJECTS, make_corpus_copy, tiny_
 
 def small_config(**changes):
     """Few audios and templates: the QA configs only need to exist for the leak check."""
-    return tiny_config(audios_per_subject={"train": 2, "test": 2}, reasoning_per_subject={"train": 1, "test": 1},
-                       templates_per_audio=2, **changes)
+    return tiny_config(
+        audios_per_subject={"train": 2, "test": 2},
+        reasoning_per_subject={"train": 1, "test": 1},
+        templates_per_audio=2,
+        **changes,
+    )
 
 
 def shared_build(tmp_path_factory, corpus):
@@ -80,8 +84,11 @@ def test_config_loads_with_its_features_and_only_a_train_split(built, enrollment
     samples = row["audio"].get_all_samples()
     assert samples.sample_rate == 16000
     assert samples.data.shape[-1] / 16000 == pytest.approx(row["duration"], abs=1e-3)
-    assert info["stats"]["enrollment"] == {"clips": len(enrollment), "subjects": len(SUBJECTS),
-                                           "hours": pytest.approx(sum(enrollment["duration"]) / 3600, abs=1e-3)}
+    assert info["stats"]["enrollment"] == {
+        "clips": len(enrollment),
+        "subjects": len(SUBJECTS),
+        "hours": pytest.approx(sum(enrollment["duration"]) / 3600, abs=1e-3),
+    }
     card = (out / "README.md").read_text()
     assert "config_name: enrollment" in card and "## Enrollment clips" in card
 
@@ -89,8 +96,11 @@ def test_config_loads_with_its_features_and_only_a_train_split(built, enrollment
 def test_all_is_the_qa_configs_only(built):
     out, info = built
     all_rows = datasets.load_dataset(str(out), "all")
-    per_config = sum(len(datasets.load_dataset(str(out), c, split=s))
-                     for c in ("recognition", "captioning", "reasoning") for s in ("train", "test"))
+    per_config = sum(
+        len(datasets.load_dataset(str(out), c, split=s))
+        for c in ("recognition", "captioning", "reasoning")
+        for s in ("train", "test")
+    )
     assert sum(len(all_rows[s]) for s in all_rows) == per_config == info["stats"]["total_samples"]
     assert "subject_id" not in all_rows["test"].features
 
@@ -138,12 +148,24 @@ def test_leak_check_names_the_leaked_clips(tmp_path):
 
 
 def test_same_config_gives_the_same_enrollment_bytes(built, corpus_dir, work, tmp_path):
-    again = build(tmp_path / "again", small_config(), corpus="embedded", corpus_dir=str(corpus_dir), work_dir=work,
-                  tasks=("captioning",))
+    again = build(
+        tmp_path / "again",
+        small_config(),
+        corpus="embedded",
+        corpus_dir=str(corpus_dir),
+        work_dir=work,
+        tasks=("captioning",),
+    )
     shard = "enrollment/train-00000-of-00001.parquet"
     assert again["shards"][shard] == built[1]["shards"][shard]
-    off = build(tmp_path / "off", small_config(enrollment=False), corpus="embedded", corpus_dir=str(corpus_dir),
-                work_dir=work, tasks=("captioning",))
+    off = build(
+        tmp_path / "off",
+        small_config(enrollment=False),
+        corpus="embedded",
+        corpus_dir=str(corpus_dir),
+        work_dir=work,
+        tasks=("captioning",),
+    )
     assert not any(s.startswith("enrollment/") for s in off["shards"])
     assert "config_name: enrollment" not in (tmp_path / "off" / "README.md").read_text()
     digest = hashlib.sha256((built[0] / shard).read_bytes()).hexdigest()

@@ -48,14 +48,23 @@ def test_speakers_of_other_languages_are_reported_not_silently_dropped(tmp_path)
 
 def test_a_fitting_folder_corpus_plans_and_reports_dropped_speakers(tmp_path):
     root = write_folder_corpus(tmp_path / "voices", voices(2, 2, others=[("jean", "fr")]), clips_per_speaker=3)
-    cfg = load_preset("small", {"speaker_count_weights": {2: 1}, "audios_per_subject": {"train": 2, "test": 2},
-                                "reasoning_per_subject": {"train": 0, "test": 0}, "enrollment": False})
+    cfg = load_preset(
+        "small",
+        {
+            "speaker_count_weights": {2: 1},
+            "audios_per_subject": {"train": 2, "test": 2},
+            "reasoning_per_subject": {"train": 0, "test": 0},
+            "enrollment": False,
+        },
+    )
     plan = make_plan(cfg, corpus="folder", corpus_dir=str(root), work_dir=tmp_path / "work")
-    assert plan.stats["dropped_speakers"] == {"fr": {"speakers": ["jean"],
-                                                     "reason": "language not in languages ['en', 'zh']"}}
+    assert plan.stats["dropped_speakers"] == {
+        "fr": {"speakers": ["jean"], "reason": "language not in languages ['en', 'zh']"}
+    }
     # 4 slots per split reach the 2-speaker cases "both present" and "one present": 3 voices
-    assert plan.stats["speakers_per_language"] == {"en": {"needs_subjects": 2, "needs_speakers": 3,
-                                                          "subjects": 2, "speakers": 4}}
+    assert plan.stats["speakers_per_language"] == {
+        "en": {"needs_subjects": 2, "needs_speakers": 3, "subjects": 2, "speakers": 4}
+    }
     assert sum(len(v) for v in plan.audios.values()) == 8
 
 
@@ -70,8 +79,13 @@ def test_corpus_info_reports_on_a_folder_corpus(tmp_path, capsys):
     assert stats["languages"]["en"]["subjects"] == 5 and stats["languages"]["en"]["negatives"] == 2
     assert stats["skipped"] == [{"file": "s0/broken.wav", "reason": stats["skipped"][0]["reason"]}]
     assert "unreadable audio" in stats["skipped"][0]["reason"]
-    assert stats["scene_mix"]["en"] == {"needs_subjects": 4, "needs_speakers": 8, "subjects": 5, "speakers": 7,
-                                        "fits": False}
+    assert stats["scene_mix"]["en"] == {
+        "needs_subjects": 4,
+        "needs_speakers": 8,
+        "subjects": 5,
+        "speakers": 7,
+        "fits": False,
+    }
     assert main(["corpus-info", "--corpus", "folder", "--corpus-dir", str(root), "--no-eer"]) == 0
     table = capsys.readouterr().out
     assert "skipped: 1" in table and "en: 7 voices (5 subjects) < 8 voices / 4 subjects needed" in table
@@ -83,14 +97,29 @@ def test_folder_build_lists_skips_and_dropped_speakers_in_build_info_and_card(tm
     root = write_folder_corpus(tmp_path / "voices", voices(2, 2, others=[("jean", "fr")]), clips_per_speaker=3)
     (root / "n0" / "broken.wav").write_bytes(b"not audio")
     (root / "n0" / "broken.txt").write_text("x")
-    cfg = load_preset("small", {"speaker_count_weights": {2: 1}, "audios_per_subject": {"train": 1, "test": 1},
-                                "reasoning_per_subject": {"train": 0, "test": 0}, "enrollment": False,
-                                "templates_per_audio": 2})
-    info = build(tmp_path / "out", cfg, corpus="folder", corpus_dir=str(root), work_dir=tmp_path / "work",
-                 tasks=("recognition", "captioning"))
+    cfg = load_preset(
+        "small",
+        {
+            "speaker_count_weights": {2: 1},
+            "audios_per_subject": {"train": 1, "test": 1},
+            "reasoning_per_subject": {"train": 0, "test": 0},
+            "enrollment": False,
+            "templates_per_audio": 2,
+        },
+    )
+    info = build(
+        tmp_path / "out",
+        cfg,
+        corpus="folder",
+        corpus_dir=str(root),
+        work_dir=tmp_path / "work",
+        tasks=("recognition", "captioning"),
+    )
     (skip,) = info["plan"]["skipped_source"]
     assert skip["file"] == "n0/broken.wav" and "unreadable audio" in skip["reason"]
-    assert json.loads((tmp_path / "out" / "build_info.json").read_text())["plan"]["dropped_speakers"]["fr"]["speakers"] == ["jean"]
+    assert json.loads((tmp_path / "out" / "build_info.json").read_text())["plan"]["dropped_speakers"]["fr"][
+        "speakers"
+    ] == ["jean"]
     card = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
     assert "1 source clip(s) skipped by the `folder` reader" in card and "`n0/broken.wav`: unreadable audio" in card
     assert "1 speaker(s) of language `fr` left out (language not in languages ['en', 'zh']): jean" in card

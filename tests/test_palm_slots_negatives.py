@@ -5,9 +5,11 @@ from palm_bench.config import BuildConfig
 from palm_bench.negatives import Candidate, NegativePool, stratum_of
 from palm_bench.slots import largest_remainder, reasoning_slots, recognition_captioning_slots
 
-GROUPS = {2: [("g2a", True), ("g2b", True), ("g2c", True), ("g2d", False)],
-          3: [("g3a", True), ("g3b", True), ("g3c", True), ("g3d", False)],
-          4: [("g4a", True), ("g4b", True), ("g4c", True), ("g4d", True), ("g4e", False)]}
+GROUPS = {
+    2: [("g2a", True), ("g2b", True), ("g2c", True), ("g2d", False)],
+    3: [("g3a", True), ("g3b", True), ("g3c", True), ("g3d", False)],
+    4: [("g4a", True), ("g4b", True), ("g4c", True), ("g4d", True), ("g4e", False)],
+}
 
 
 def test_largest_remainder_is_exact_and_proportional():
@@ -37,8 +39,9 @@ def test_reasoning_slots_always_have_the_target():
     assert sum(s.n_speakers == 1 for s in slots) == 20
 
 
-@pytest.mark.parametrize("sim,stratum", [(0.1, "easy"), (0.5, "medium"), (0.65, "semi-hard"), (0.9, "hard"),
-                                          (0.6, "semi-hard")])
+@pytest.mark.parametrize(
+    "sim,stratum", [(0.1, "easy"), (0.5, "medium"), (0.65, "semi-hard"), (0.9, "hard"), (0.6, "semi-hard")]
+)
 def test_stratum_of_thresholds(sim, stratum):
     assert stratum_of(sim, [0.4, 0.6, 0.8]) == stratum
 

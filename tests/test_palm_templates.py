@@ -10,10 +10,10 @@ from palm_bench.templates import CANDIDATES, KINDS, LANGUAGES, PLACEHOLDERS, loa
 
 # Counted by hand from the paper (Wang et al., PALM-Bench, Appendix B.3 / B.4).
 EXPECTED = {
-    ("recognition", "rec_pos"): 20,   # Table 12, positive samples
-    ("recognition", "rec_neg"): 20,   # Table 12, negative samples
-    ("captioning", "cap_pos"): 11,    # Table 13, positive samples (question only)
-    ("captioning", "cap_neg"): 11,    # Table 13, negative samples
+    ("recognition", "rec_pos"): 20,  # Table 12, positive samples
+    ("recognition", "rec_neg"): 20,  # Table 12, negative samples
+    ("captioning", "cap_pos"): 11,  # Table 13, positive samples (question only)
+    ("captioning", "cap_neg"): 11,  # Table 13, negative samples
     ("multi_speaker", "ms2_c1"): 27,  # Table 14, two speakers, case 1 (both present)
     ("multi_speaker", "ms2_c2"): 27,  # Table 14, case 2 (only A present)
     ("multi_speaker", "ms2_c3"): 27,  # Table 15, case 3 (only B present)
@@ -27,11 +27,26 @@ EXPECTED = {
     ("multi_speaker", "ms4_c3"): 19,  # Table 19, case 3 (two present)
     ("multi_speaker", "ms4_c4"): 19,  # Table 19, case 4 (one present)
     ("multi_speaker", "ms4_c5"): 23,  # Table 20, case 5 (none present)
-    ("reasoning", "rsn"): 15,         # Table 21, personalized reasoning questions
+    ("reasoning", "rsn"): 15,  # Table 21, personalized reasoning questions
 }
-TABLES = {"rec": 12, "cap": 13, "ms2_c1": 14, "ms2_c2": 14, "ms2_c3": 15, "ms2_c4": 15,
-          "ms3_c1": 16, "ms3_c2": 16, "ms3_c3": 17, "ms3_c4": 17, "ms4_c1": 18, "ms4_c2": 18,
-          "ms4_c3": 19, "ms4_c4": 19, "ms4_c5": 20, "rsn": 21}
+TABLES = {
+    "rec": 12,
+    "cap": 13,
+    "ms2_c1": 14,
+    "ms2_c2": 14,
+    "ms2_c3": 15,
+    "ms2_c4": 15,
+    "ms3_c1": 16,
+    "ms3_c2": 16,
+    "ms3_c3": 17,
+    "ms3_c4": 17,
+    "ms4_c1": 18,
+    "ms4_c2": 18,
+    "ms4_c3": 19,
+    "ms4_c4": 19,
+    "ms4_c5": 20,
+    "rsn": 21,
+}
 
 
 def all_templates(language):
@@ -80,8 +95,7 @@ def test_every_presence_case_is_covered(n):
     for case in cases.values():
         assert len(case.present) + len(case.absent) == n
         assert not set(case.present) & set(case.absent)
-        used = {p for t in load_templates("multi_speaker", "en") if t.group == case.group
-                for p in t.placeholders}
+        used = {p for t in load_templates("multi_speaker", "en") if t.group == case.group for p in t.placeholders}
         assert set(case.present) | set(case.absent) <= used
         assert used <= set(case.present) | set(case.absent) | set(CANDIDATES[:n])
     if n == 2:  # candidates named A and B: all four subsets appear literally
@@ -104,8 +118,10 @@ def test_render_names_file_and_id_for_a_missing_value():
     t = next(t for t in load_templates("multi_speaker", "en") if t.id == "ms3_c2_01")
     with pytest.raises(ConfigError, match=r"multi_speaker\.yaml.*ms3_c2_01.*P2"):
         render(t, A="Amy", B="Bob", C="Cat", P1="Amy", UP1="Cat")
-    assert render(t, A="Amy", B="Bob", C="Cat", P1="Amy", P2="Bob", UP1="Cat").answer == \
-        "Amy and Bob spoke in the conversation, while Cat did not."
+    assert (
+        render(t, A="Amy", B="Bob", C="Cat", P1="Amy", P2="Bob", UP1="Cat").answer
+        == "Amy and Bob spoke in the conversation, while Cat did not."
+    )
 
 
 def test_loading_is_cached_and_arguments_checked():
@@ -138,8 +154,7 @@ ZH_OK = '        zh: {question: "{spk}在吗？", answer: "是的，{spk}在。"
 
 def write(tmp_path, answer="Yes, {spk} is.", zh=ZH_OK, second_id="t2"):
     path = tmp_path / "recognition.yaml"
-    path.write_text(GOOD.format(answer=answer, zh=zh,
-                                second_id=second_id), encoding="utf-8")
+    path.write_text(GOOD.format(answer=answer, zh=zh, second_id=second_id), encoding="utf-8")
     return path
 
 

@@ -34,13 +34,22 @@ ROOT = Path(__file__).resolve().parents[1]
 
 ZH_PRED = ["我喜欢吃苹果。", "今天天气很好", "他在北京工作了三年", "会议在下午三点开始"]
 ZH_REF = ["我喜欢吃香蕉。", "今天的天气非常好", "他在上海工作了三年", "会议下午三点开始"]
-EN_PRED = ["The cat sat on the mat.", "He went to school yesterday", "The meeting starts at three pm",
-           "She likes green tea"]
-EN_REF = ["The cat is sitting on the mat.", "Yesterday he went to school", "The meeting starts at 3 pm",
-          "She really likes green tea"]
+EN_PRED = [
+    "The cat sat on the mat.",
+    "He went to school yesterday",
+    "The meeting starts at three pm",
+    "She likes green tea",
+]
+EN_REF = [
+    "The cat is sitting on the mat.",
+    "Yesterday he went to school",
+    "The meeting starts at 3 pm",
+    "She really likes green tea",
+]
 
 
 # ---------------------------------------------------------------- BLEU
+
 
 def test_chinese_corpus_bleu_equals_sacrebleu_zh():
     stats = [bleu_stats(p, r, "zh") for p, r in zip(ZH_PRED, ZH_REF)]
@@ -64,7 +73,8 @@ def test_english_corpus_bleu_equals_sacrebleu_13a():
 @pytest.mark.parametrize("pred,ref,tok", [(EN_PRED[0], EN_REF[0], "13a"), (ZH_PRED[2], ZH_REF[2], "zh")])
 def test_single_pair_corpus_and_sentence_bleu(pred, ref, tok):
     assert corpus_bleu_from_stats([bleu_stats(pred, ref, None)]) == pytest.approx(
-        sacrebleu.corpus_bleu([pred], [[ref]], tokenize=tok).score, abs=1e-9)
+        sacrebleu.corpus_bleu([pred], [[ref]], tokenize=tok).score, abs=1e-9
+    )
     assert sentence_bleu(pred, ref) == pytest.approx(sacrebleu.sentence_bleu(pred, [ref], tokenize=tok).score, abs=1e-9)
 
 
@@ -80,9 +90,13 @@ def test_mixed_corpus_tokenises_each_item_for_its_language():
     # = BLEU of sacrebleu's own corpus statistics of the zh part (tok zh) and en part (tok 13a), summed
     zh = sacrebleu.corpus_bleu(ZH_PRED, [ZH_REF], tokenize="zh")
     en = sacrebleu.corpus_bleu(EN_PRED, [EN_REF], tokenize="13a")
-    expected = BLEU.compute_bleu([a + b for a, b in zip(zh.counts, en.counts)],
-                                 [a + b for a, b in zip(zh.totals, en.totals)],
-                                 zh.sys_len + en.sys_len, zh.ref_len + en.ref_len, smooth_method="exp")
+    expected = BLEU.compute_bleu(
+        [a + b for a, b in zip(zh.counts, en.counts)],
+        [a + b for a, b in zip(zh.totals, en.totals)],
+        zh.sys_len + en.sys_len,
+        zh.ref_len + en.ref_len,
+        smooth_method="exp",
+    )
     assert mixed == pytest.approx(expected.score, abs=1e-9)
     # 13a for everything scores the Chinese half by whole phrases: another value
     assert mixed != pytest.approx(sacrebleu.corpus_bleu(preds, [refs], tokenize="13a").score, abs=0.5)
@@ -113,9 +127,11 @@ def test_tokenizer_choice_and_stats_round_trip():
 
 # ---------------------------------------------------------------- BERTScore
 
-PAIRS = [("The cat sat on the mat.", "The cat sat on the mat."),       # identical
-         ("A man is playing a guitar.", "Someone plays the guitar."),  # paraphrase
-         ("Stock prices fell sharply today.", "The cat sat on the mat.")]  # unrelated
+PAIRS = [
+    ("The cat sat on the mat.", "The cat sat on the mat."),  # identical
+    ("A man is playing a guitar.", "Someone plays the guitar."),  # paraphrase
+    ("Stock prices fell sharply today.", "The cat sat on the mat."),
+]  # unrelated
 
 
 @pytest.fixture(scope="module")
@@ -183,14 +199,17 @@ def test_bertscore_backbone_errors(tmp_path, monkeypatch):
 
 
 def test_importing_metric_modules_is_cheap():
-    code = ("import sys, lalm_eval.metrics.bertscore, lalm_eval.metrics.bleu, lalm_eval.metrics.bootstrap, "
-            "lalm_eval.metrics.hf_evaluate; "
-            "print(sorted(m for m in ('torch', 'bert_score', 'transformers', 'evaluate') if m in sys.modules))")
+    code = (
+        "import sys, lalm_eval.metrics.bertscore, lalm_eval.metrics.bleu, lalm_eval.metrics.bootstrap, "
+        "lalm_eval.metrics.hf_evaluate; "
+        "print(sorted(m for m in ('torch', 'bert_score', 'transformers', 'evaluate') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]"
 
 
 # ---------------------------------------------------------------- bootstrap
+
 
 def test_bootstrap_mean_ci_contains_mean_narrows_and_is_seeded():
     rng = np.random.default_rng(7)
@@ -220,7 +239,9 @@ def test_bootstrap_degenerate_and_invalid_inputs():
 def test_bootstrap_index_statistic_matches_vectorised_mean_and_chunks(monkeypatch):
     values = np.random.default_rng(1).random(50)
     vectorised = boot.bootstrap_ci(values, seed=5)
-    assert boot.bootstrap_ci(values, seed=5, statistic=lambda idx: float(values[idx].mean())) == pytest.approx(vectorised)
+    assert boot.bootstrap_ci(values, seed=5, statistic=lambda idx: float(values[idx].mean())) == pytest.approx(
+        vectorised
+    )
     assert boot.bootstrap_ci_indices(50, lambda idx: float(values[idx].mean()), seed=5) == pytest.approx(vectorised)
     monkeypatch.setattr(boot, "_CHUNK_CELLS", 120)  # 2 resamples per block: 1000 rows in 500 blocks
     calls = []
@@ -259,9 +280,14 @@ out["palm_recognition_presence"] = module.compute(predictions=case["preds"], ref
 print("RESULT " + json.dumps(out))
 """
 
-EVAL_CASE = {"preds": ZH_PRED[:2] + EN_PRED[:2] + [""], "refs": ZH_REF[:2] + EN_REF[:2] + ["nothing"],
-             "langs": ["zh", "zh", "en", "en", "en"], "questions": ["What did they say?"] * 5,
-             "bert_preds": [p for p, _ in PAIRS], "bert_refs": [r for _, r in PAIRS]}
+EVAL_CASE = {
+    "preds": ZH_PRED[:2] + EN_PRED[:2] + [""],
+    "refs": ZH_REF[:2] + EN_REF[:2] + ["nothing"],
+    "langs": ["zh", "zh", "en", "en", "en"],
+    "questions": ["What did they say?"] * 5,
+    "bert_preds": [p for p, _ in PAIRS],
+    "bert_refs": [r for _, r in PAIRS],
+}
 
 
 @pytest.fixture(scope="module")
@@ -276,11 +302,16 @@ def evaluate_run(tmp_path_factory):
         mp.setenv("HF_MODULES_CACHE", str(home / "modules"))
         mp.setenv("HF_EVALUATE_CACHE", str(home / "evaluate"))
         mp.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-        proc = subprocess.run([sys.executable, "-c", _EVALUATE_SCRIPT, json.dumps(EVAL_CASE)],
-                              capture_output=True, text=True, cwd=ROOT, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, "-c", _EVALUATE_SCRIPT, json.dumps(EVAL_CASE)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=300,
+        )
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT "))
-    return json.loads(line[len("RESULT "):]), home
+    return json.loads(line[len("RESULT ") :]), home
 
 
 def test_evaluate_modules_load_offline_from_a_copied_script(evaluate_run):

@@ -33,13 +33,16 @@ def test_voice_recipe_validation():
     assert r.to_dict() == {"engine": "flite", "voice": "slt", "pitch_cents": 250}
 
 
-@pytest.mark.skipif(shutil.which("espeak-ng") is None or shutil.which("sox") is None,
-                    reason="rendering needs Debian's espeak-ng and sox (not needed to use the corpus)")
+@pytest.mark.skipif(
+    shutil.which("espeak-ng") is None or shutil.which("sox") is None,
+    reason="rendering needs Debian's espeak-ng and sox (not needed to use the corpus)",
+)
 def test_synthesis_is_deterministic_and_shifts_apply():
     recipe = VoiceRecipe(engine="espeak-ng", voice="en-us+f3")
     a = synthesize("The quick brown fox jumps over the lazy dog.", recipe)
     b = synthesize("The quick brown fox jumps over the lazy dog.", recipe)
     assert a.dtype == np.float32 and np.array_equal(a, b)
-    slower = synthesize("The quick brown fox jumps over the lazy dog.",
-                        VoiceRecipe(engine="espeak-ng", voice="en-us+f3", tempo=0.8))
+    slower = synthesize(
+        "The quick brown fox jumps over the lazy dog.", VoiceRecipe(engine="espeak-ng", voice="en-us+f3", tempo=0.8)
+    )
     assert len(slower) == pytest.approx(len(a) / 0.8, rel=0.05)

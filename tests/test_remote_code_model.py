@@ -12,13 +12,13 @@ from lalm_eval.models.hf_base import HFAudioAdapter
 from lalm_eval.models.qwen2_audio import Qwen2AudioAdapter
 from lalm_eval.models.tiny import make_tiny_model
 
-CONFIG_PY = '''
+CONFIG_PY = """
 from transformers import Qwen2AudioConfig
 
 
 class TinyRemoteAudioConfig(Qwen2AudioConfig):
     pass  # model_type stays qwen2_audio, so transformers maps the checkpoint's weight names as for the native class
-'''
+"""
 MODELING_PY = '''
 from transformers import Qwen2AudioForConditionalGeneration
 
@@ -46,15 +46,20 @@ def folders(tmp_path_factory):
     (remote / "configuration_tiny_remote.py").write_text(CONFIG_PY)
     (remote / "modeling_tiny_remote.py").write_text(MODELING_PY)
     cfg = json.loads((remote / "config.json").read_text())
-    cfg.update(architectures=["TinyRemoteAudioLM"],
-               auto_map={"AutoConfig": "configuration_tiny_remote.TinyRemoteAudioConfig",
-                         "AutoModelForCausalLM": "modeling_tiny_remote.TinyRemoteAudioLM"})
+    cfg.update(
+        architectures=["TinyRemoteAudioLM"],
+        auto_map={
+            "AutoConfig": "configuration_tiny_remote.TinyRemoteAudioConfig",
+            "AutoModelForCausalLM": "modeling_tiny_remote.TinyRemoteAudioLM",
+        },
+    )
     (remote / "config.json").write_text(json.dumps(cfg))
     # the checkpoint as the remote class itself saves it (weight names round-trip through that class)
     import transformers
 
     model = transformers.AutoModelForCausalLM.from_config(
-        transformers.AutoConfig.from_pretrained(remote, trust_remote_code=True), trust_remote_code=True)
+        transformers.AutoConfig.from_pretrained(remote, trust_remote_code=True), trust_remote_code=True
+    )
     model.load_state_dict(transformers.Qwen2AudioForConditionalGeneration.from_pretrained(plain).state_dict())
     model.save_pretrained(remote)
     return plain, remote
@@ -65,8 +70,15 @@ def requests():
     out = []
     for i, seconds in enumerate((2.0, 3.5)):
         content = [{"type": "audio"}, {"type": "text", "text": "Who is speaking?"}]
-        out.append(Request("t", i, (rng.uniform(-0.3, 0.3, int(seconds * AUDIO_SR)).astype(np.float32),),
-                           ({"role": "user", "content": content},), {"max_new_tokens": 6}))
+        out.append(
+            Request(
+                "t",
+                i,
+                (rng.uniform(-0.3, 0.3, int(seconds * AUDIO_SR)).astype(np.float32),),
+                ({"role": "user", "content": content},),
+                {"max_new_tokens": 6},
+            )
+        )
     return out
 
 

@@ -9,16 +9,27 @@ import numpy as np
 import pytest
 
 from lalm_eval.errors import DataError
-from lalm_eval.report import breakdown, load_results, metric_key, task_entry, timestamp, write_results, write_samples
-from lalm_eval.report import plots
+from lalm_eval.report import (
+    breakdown,
+    load_results,
+    metric_key,
+    plots,
+    task_entry,
+    timestamp,
+    write_results,
+    write_samples,
+)
 
 STAMP_RE = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d{6}"
 
 
 def table_cells(markdown: str) -> tuple[list[str], list[list[str]]]:
-    lines = [l for l in markdown.splitlines() if l.startswith("|")]
-    split = lambda l: [c.strip() for c in l.strip("|").split("|")]
-    return split(lines[0]), [split(l) for l in lines[2:]]
+    lines = [line for line in markdown.splitlines() if line.startswith("|")]
+
+    def split(line):
+        return [c.strip() for c in line.strip("|").split("|")]
+
+    return split(lines[0]), [split(line) for line in lines[2:]]
 
 
 def test_timestamp_format():
@@ -28,17 +39,26 @@ def test_timestamp_format():
 
 def test_results_json_has_lm_eval_layout_and_round_trips(tmp_path):
     results = {
-        "results": {"palm_recognition": task_entry("palm_recognition", {"token_f1": 0.5, "bleu": np.float64(12.5)},
-                                                   {"token_f1": 0.02}),
-                    "palm": {"alias": "palm", metric_key("token_f1"): 0.5, "token_f1_stderr,none": "N/A"}},
+        "results": {
+            "palm_recognition": task_entry(
+                "palm_recognition", {"token_f1": 0.5, "bleu": np.float64(12.5)}, {"token_f1": 0.02}
+            ),
+            "palm": {"alias": "palm", metric_key("token_f1"): 0.5, "token_f1_stderr,none": "N/A"},
+        },
         "groups": {"palm": {"alias": "palm", "token_f1,none": 0.5}},
         "group_subtasks": {"palm": ["palm_recognition"]},
         "configs": {"palm_recognition": {"task": "palm_recognition", "dataset_path": "x/palm"}},
         "versions": {"palm_recognition": 1.0},
         "n-samples": {"palm_recognition": {"original": 120, "effective": 100}},
         "higher_is_better": {"palm_recognition": {"token_f1": True, "bleu": True}},
-        "config": {"model": "qwen2_audio", "model_args": "pretrained=Qwen/Qwen2-Audio-7B-Instruct",
-                   "batch_size": 8, "seed": 1234, "limit": 100, "gen_kwargs": {"max_new_tokens": 64}},
+        "config": {
+            "model": "qwen2_audio",
+            "model_args": "pretrained=Qwen/Qwen2-Audio-7B-Instruct",
+            "batch_size": 8,
+            "seed": 1234,
+            "limit": 100,
+            "gen_kwargs": {"max_new_tokens": 64},
+        },
         "task_hashes": {"palm_recognition": "abc123"},
         "cache": {"hits": 40, "misses": 60},
         "errors": {"palm_recognition": [{"doc_id": 7, "error": "CUDA out of memory"}]},
@@ -48,13 +68,31 @@ def test_results_json_has_lm_eval_layout_and_round_trips(tmp_path):
     path = write_results(tmp_path / "out", results)
     assert re.fullmatch(f"results_{STAMP_RE}.json", path.name)
     back = load_results(path)
-    for key in ("results", "groups", "group_subtasks", "configs", "versions", "n-samples", "higher_is_better",
-                "config", "task_hashes", "cache", "errors", "total_evaluation_time_seconds", "date",
-                "lalm_eval_version"):
+    for key in (
+        "results",
+        "groups",
+        "group_subtasks",
+        "configs",
+        "versions",
+        "n-samples",
+        "higher_is_better",
+        "config",
+        "task_hashes",
+        "cache",
+        "errors",
+        "total_evaluation_time_seconds",
+        "date",
+        "lalm_eval_version",
+    ):
         assert key in back, key
     entry = back["results"]["palm_recognition"]
-    assert entry == {"alias": "palm_recognition", "token_f1,none": 0.5, "token_f1_stderr,none": 0.02,
-                     "bleu,none": 12.5, "bleu_stderr,none": "N/A"}
+    assert entry == {
+        "alias": "palm_recognition",
+        "token_f1,none": 0.5,
+        "token_f1_stderr,none": 0.02,
+        "bleu,none": 12.5,
+        "bleu_stderr,none": "N/A",
+    }
     assert back["config"]["device"] is None and back["config"]["batch_size"] == 8  # every config key written
     assert back["n-samples"]["palm_recognition"] == {"original": 120, "effective": 100}
     assert back["errors"]["palm_recognition"][0]["doc_id"] == 7
@@ -75,14 +113,26 @@ def test_results_defaults_and_validation(tmp_path):
 
 
 def test_samples_jsonl_one_line_per_doc(tmp_path):
-    rows = [{"language": "en", "n_speakers": 2, "doc_id": i, "target": "yes", "response": "yes" if i else None,
-             "messages": [{"role": "user", "content": [{"type": "audio"}, {"type": "text", "text": "Q?"}]}],
-             "metrics": {"token_f1": np.float32(1.0) if i else None}, "error": None if i else "timeout",
-             "negative_stratum": "hard", "tier": "tier1", "capability": "sr"} for i in range(3)]
+    rows = [
+        {
+            "language": "en",
+            "n_speakers": 2,
+            "doc_id": i,
+            "target": "yes",
+            "response": "yes" if i else None,
+            "messages": [{"role": "user", "content": [{"type": "audio"}, {"type": "text", "text": "Q?"}]}],
+            "metrics": {"token_f1": np.float32(1.0) if i else None},
+            "error": None if i else "timeout",
+            "negative_stratum": "hard",
+            "tier": "tier1",
+            "capability": "sr",
+        }
+        for i in range(3)
+    ]
     path = write_samples(tmp_path, "palm/recognition", rows, stamp="2026-01-01T00-00-00.000000")
     assert path.name == "samples_palm_recognition_2026-01-01T00-00-00.000000.jsonl"
-    lines = [json.loads(l) for l in path.read_text().splitlines()]
-    assert len(lines) == 3 and [l["doc_id"] for l in lines] == [0, 1, 2]
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(lines) == 3 and [row["doc_id"] for row in lines] == [0, 1, 2]
     assert list(lines[1])[:5] == ["doc_id", "messages", "response", "target", "metrics"]
     assert lines[0]["error"] == "timeout" and lines[0]["response"] is None
     assert lines[1]["metrics"] == {"token_f1": 1.0}
@@ -92,10 +142,12 @@ def test_samples_jsonl_one_line_per_doc(tmp_path):
 
 
 def test_breakdown_math_by_hand():
-    rows = [{"language": "en", "n_speakers": 1, "f1": 1.0, "metrics": {"bleu": 10.0}},
-            {"language": "en", "n_speakers": 2, "f1": 0.5, "metrics": {"bleu": 30.0}},
-            {"language": "en", "n_speakers": 2, "f1": None},
-            {"language": "zh", "n_speakers": 1, "f1": 0.0, "metrics": {"bleu": float("nan")}}]
+    rows = [
+        {"language": "en", "n_speakers": 1, "f1": 1.0, "metrics": {"bleu": 10.0}},
+        {"language": "en", "n_speakers": 2, "f1": 0.5, "metrics": {"bleu": 30.0}},
+        {"language": "en", "n_speakers": 2, "f1": None},
+        {"language": "zh", "n_speakers": 1, "f1": 0.0, "metrics": {"bleu": float("nan")}},
+    ]
     by_lang = breakdown(rows, ["language"], ["f1", "bleu"])
     assert by_lang == [
         {"language": "en", "count": 3, "f1": 0.75, "f1_count": 2, "bleu": 20.0, "bleu_count": 2},
@@ -114,10 +166,20 @@ def test_breakdown_math_by_hand():
 
 
 def test_plots_write_png(tmp_path):
-    rows = [{"model": m, "strategy": s, "n_speakers": n, "task_id": f"t{n}", "f1": v * n}
-            for m, v in (("a", 0.1), ("b", 0.2)) for s in ("Base", "HD") for n in (1, 2, 3, 4)]
-    line = plots.line_plot(rows, "f1", tmp_path / "plots" / "speakers.png", x_field="n_speakers",
-                           x_values=[1, 2, 3, 4], series=["model", "strategy"])
+    rows = [
+        {"model": m, "strategy": s, "n_speakers": n, "task_id": f"t{n}", "f1": v * n}
+        for m, v in (("a", 0.1), ("b", 0.2))
+        for s in ("Base", "HD")
+        for n in (1, 2, 3, 4)
+    ]
+    line = plots.line_plot(
+        rows,
+        "f1",
+        tmp_path / "plots" / "speakers.png",
+        x_field="n_speakers",
+        x_values=[1, 2, 3, 4],
+        series=["model", "strategy"],
+    )
     bars = plots.bar_plot(rows, "f1", tmp_path / "plots" / "tasks.png", x_field="task_id")
     for path in (line, bars):
         data = path.read_bytes()
@@ -133,15 +195,27 @@ def test_combined_report_has_a_row_per_model_and_the_missing_reason(tmp_path):
 
     for model, value in (("cascade", 1.0), ("tiny", 0.0)):
         out = tmp_path / model
-        rows = [{"doc_id": i, "task": "recognition", "n_speakers": n, "negative_stratum": "",
-                 "metrics": {"recognition_presence": value, "llm_judge": None}} for i, n in enumerate((1, 2, 2))]
+        rows = [
+            {
+                "doc_id": i,
+                "task": "recognition",
+                "n_speakers": n,
+                "negative_stratum": "",
+                "metrics": {"recognition_presence": value, "llm_judge": None},
+            }
+            for i, n in enumerate((1, 2, 2))
+        ]
         write_samples(out, "palm_recognition", rows, stamp="S")
-        write_results(out, {"results": {"palm_recognition": {"alias": "r", "recognition_presence,none": value}},
-                            "configs": {"palm_recognition": {"metadata": {"strategy": "base",
-                                                                          "report": "palm_speakers"}}},
-                            "config": {"model": model},
-                            "metric_info": {"palm_recognition": {"llm_judge": {"missing": "no judge given"}}}},
-                      stamp="S")
+        write_results(
+            out,
+            {
+                "results": {"palm_recognition": {"alias": "r", "recognition_presence,none": value}},
+                "configs": {"palm_recognition": {"metadata": {"strategy": "base", "report": "palm_speakers"}}},
+                "config": {"model": model},
+                "metric_info": {"palm_recognition": {"llm_judge": {"missing": "no judge given"}}},
+            },
+            stamp="S",
+        )
     text, files = combine([tmp_path / "cascade", tmp_path / "tiny"], tmp_path / "rep")
     lines = [line for line in text.splitlines() if line.startswith("| cascade") or line.startswith("| tiny")]
     # palm_full: per speaker count, recognition · {LLM-judge score, presence score} (metrics sorted

@@ -9,8 +9,7 @@ import textwrap
 import pytest
 
 from lalm_eval.errors import ConfigError
-from lalm_eval.report.layouts import (LayoutIndex, largest_remainder, load_layout_file, render_layout,
-                                      sample_failures)
+from lalm_eval.report.layouts import LayoutIndex, largest_remainder, load_layout_file, render_layout, sample_failures
 from lalm_eval.report.results import write_results, write_samples
 
 
@@ -36,26 +35,53 @@ def palm_rows():
     rows = []
     for strategy, f1 in (("base", 0.25), ("HD", 0.5)):
         for n in (1, 2, 3, 4):
-            rows.append({"model": "Qwen2-Audio", "strategy": strategy, "task": "recognition", "n_speakers": n,
-                         "task_name": "palm_recognition",
-                         "metrics": {"token_f1": f1, "llm_judge": 0.5, "bleu": 7.0, "bertscore": 0.61}})
-            rows.append({"model": "Qwen2-Audio", "strategy": strategy, "task": "captioning", "n_speakers": n,
-                         "task_name": "palm_captioning",
-                         "metrics": {"token_f1": 0.1, "llm_judge": 1.0 if n == 1 else 0.0, "bleu": 20.44,
-                                     "bertscore": 0.6911}})
+            rows.append(
+                {
+                    "model": "Qwen2-Audio",
+                    "strategy": strategy,
+                    "task": "recognition",
+                    "n_speakers": n,
+                    "task_name": "palm_recognition",
+                    "metrics": {"token_f1": f1, "llm_judge": 0.5, "bleu": 7.0, "bertscore": 0.61},
+                }
+            )
+            rows.append(
+                {
+                    "model": "Qwen2-Audio",
+                    "strategy": strategy,
+                    "task": "captioning",
+                    "n_speakers": n,
+                    "task_name": "palm_captioning",
+                    "metrics": {
+                        "token_f1": 0.1,
+                        "llm_judge": 1.0 if n == 1 else 0.0,
+                        "bleu": 20.44,
+                        "bertscore": 0.6911,
+                    },
+                }
+            )
     return rows
 
 
 TABLE1_HEADER = [
-    "Strategy", "Model",
-    "One speaker · Recognition · token F1", "One speaker · Recognition · LLM-judge score",
-    "One speaker · Captioning · BLEU", "One speaker · Captioning · LLM-judge score",
-    "Two speakers · Recognition · token F1", "Two speakers · Recognition · LLM-judge score",
-    "Two speakers · Captioning · BLEU", "Two speakers · Captioning · LLM-judge score",
-    "Three speakers · Recognition · token F1", "Three speakers · Recognition · LLM-judge score",
-    "Three speakers · Captioning · BLEU", "Three speakers · Captioning · LLM-judge score",
-    "Four speakers · Recognition · token F1", "Four speakers · Recognition · LLM-judge score",
-    "Four speakers · Captioning · BLEU", "Four speakers · Captioning · LLM-judge score",
+    "Strategy",
+    "Model",
+    "One speaker · Recognition · token F1",
+    "One speaker · Recognition · LLM-judge score",
+    "One speaker · Captioning · BLEU",
+    "One speaker · Captioning · LLM-judge score",
+    "Two speakers · Recognition · token F1",
+    "Two speakers · Recognition · LLM-judge score",
+    "Two speakers · Captioning · BLEU",
+    "Two speakers · Captioning · LLM-judge score",
+    "Three speakers · Recognition · token F1",
+    "Three speakers · Recognition · LLM-judge score",
+    "Three speakers · Captioning · BLEU",
+    "Three speakers · Captioning · LLM-judge score",
+    "Four speakers · Recognition · token F1",
+    "Four speakers · Recognition · LLM-judge score",
+    "Four speakers · Captioning · BLEU",
+    "Four speakers · Captioning · LLM-judge score",
 ]
 
 
@@ -89,10 +115,18 @@ def test_palm_tables5_6_name_bertscore_in_full(index):
     (h5, b5), (h6, b6) = tables(text)
     assert "### Table 5: 1–2 speakers" in text and "### Table 6: 3–4 speakers" in text
     per_task = ["BLEU", "token F1", "BERTScore F1", "LLM-judge score"]
-    assert h5[2:] == [f"{n} · {t} · {m}" for n in ("One speaker", "Two speakers")
-                      for t in ("Recognition", "Captioning") for m in per_task]
-    assert h6[2:] == [f"{n} · {t} · {m}" for n in ("Three speakers", "Four speakers")
-                      for t in ("Recognition", "Captioning") for m in per_task]
+    assert h5[2:] == [
+        f"{n} · {t} · {m}"
+        for n in ("One speaker", "Two speakers")
+        for t in ("Recognition", "Captioning")
+        for m in per_task
+    ]
+    assert h6[2:] == [
+        f"{n} · {t} · {m}"
+        for n in ("Three speakers", "Four speakers")
+        for t in ("Recognition", "Captioning")
+        for m in per_task
+    ]
     row = dict(zip(h5, b5[0]))
     assert row["One speaker · Captioning · BERTScore F1"] == "69.11"  # 0.6911 in %
     assert row["One speaker · Recognition · BERTScore F1"] == "61.00"
@@ -112,21 +146,64 @@ def test_no_layout_uses_an_abbreviation_as_a_column_name(index):
 def msu_rows():
     """Tier 1 only. SR has two tasks: t_a (3 samples, all 1.0) and t_b (1 sample, 0.0) → the mean of
     task means is 0.5, the sample mean 0.75. SAC: one task, one sample, 0.0."""
-    rows = [{"model": "m", "tier": "tier1", "capability": "sr", "task_name": "t_a", "doc_id": i, "language": "en",
-             "metrics": {"llm_judge": 1.0}} for i in range(3)]
-    rows.append({"model": "m", "tier": "tier1", "capability": "sr", "task_name": "t_b", "doc_id": 0, "language": "zh",
-                 "metrics": {"llm_judge": 0.0}})
-    rows.append({"model": "m", "tier": "tier1", "capability": "sac", "task_name": "t_c", "doc_id": 0, "language": "en",
-                 "metrics": {"llm_judge": 0.0}})
+    rows = [
+        {
+            "model": "m",
+            "tier": "tier1",
+            "capability": "sr",
+            "task_name": "t_a",
+            "doc_id": i,
+            "language": "en",
+            "metrics": {"llm_judge": 1.0},
+        }
+        for i in range(3)
+    ]
+    rows.append(
+        {
+            "model": "m",
+            "tier": "tier1",
+            "capability": "sr",
+            "task_name": "t_b",
+            "doc_id": 0,
+            "language": "zh",
+            "metrics": {"llm_judge": 0.0},
+        }
+    )
+    rows.append(
+        {
+            "model": "m",
+            "tier": "tier1",
+            "capability": "sac",
+            "task_name": "t_c",
+            "doc_id": 0,
+            "language": "en",
+            "metrics": {"llm_judge": 0.0},
+        }
+    )
     return rows
 
 
 def test_msu_table3_capability_is_the_mean_of_task_means_and_avg_over_all_cases(index):
     text = render_layout(index.layout("msu_table3"), msu_rows())
     [(header, body)] = tables(text)
-    assert header == ["Model", "Tier 1 · SR", "Tier 1 · SAC", "Tier 1 · SPA", "Tier 1 · Avg",
-                      "Tier 2 · SDA", "Tier 2 · SCII", "Tier 2 · Avg", "Tier 3 · MSSI", "Tier 3 · MSRI",
-                      "Tier 3 · Avg", "Tier 4 · MST", "Tier 4 · MSIA", "Tier 4 · MSCR", "Tier 4 · Avg", "Avg"]
+    assert header == [
+        "Model",
+        "Tier 1 · SR",
+        "Tier 1 · SAC",
+        "Tier 1 · SPA",
+        "Tier 1 · Avg",
+        "Tier 2 · SDA",
+        "Tier 2 · SCII",
+        "Tier 2 · Avg",
+        "Tier 3 · MSSI",
+        "Tier 3 · MSRI",
+        "Tier 3 · Avg",
+        "Tier 4 · MST",
+        "Tier 4 · MSIA",
+        "Tier 4 · MSCR",
+        "Tier 4 · Avg",
+        "Avg",
+    ]
     row = dict(zip(header, body[0]))
     assert row["Tier 1 · SR"] == "50.00"  # (1.0 + 0.0) / 2 tasks, not (1+1+1+0)/4 = 75.00
     assert row["Tier 1 · SAC"] == "0.00"
@@ -138,16 +215,37 @@ def test_msu_table3_capability_is_the_mean_of_task_means_and_avg_over_all_cases(
 def failures():
     """Model a: 3 failures in tier1 (perceptual ×2, reasoning), 1 in tier2 (rejection), one the
     classifier could not label. Model b: 3 failures, one of each of three types, all tier4."""
-    def row(model, tier, doc, label):
-        return {"model": model, "tier": tier, "task_name": f"msu_{tier}", "doc_id": doc,
-                "metrics": {"llm_judge": 0.0}, "metric_details": {"llm_judge": {"error_type": label}}}
 
-    rows = [row("a", "tier1", 0, "perceptual"), row("a", "tier1", 1, "perceptual"), row("a", "tier1", 2, "reasoning"),
-            row("a", "tier2", 0, "rejection"), row("a", "tier2", 1, "classifier_failure"),
-            row("b", "tier4", 0, "perceptual"), row("b", "tier4", 1, "reasoning"),
-            row("b", "tier4", 2, "answer_extraction")]
-    rows.append({"model": "a", "tier": "tier1", "task_name": "msu_tier1", "doc_id": 9,
-                 "metrics": {"llm_judge": 1.0}, "metric_details": {"llm_judge": {}}})  # passed: not counted
+    def row(model, tier, doc, label):
+        return {
+            "model": model,
+            "tier": tier,
+            "task_name": f"msu_{tier}",
+            "doc_id": doc,
+            "metrics": {"llm_judge": 0.0},
+            "metric_details": {"llm_judge": {"error_type": label}},
+        }
+
+    rows = [
+        row("a", "tier1", 0, "perceptual"),
+        row("a", "tier1", 1, "perceptual"),
+        row("a", "tier1", 2, "reasoning"),
+        row("a", "tier2", 0, "rejection"),
+        row("a", "tier2", 1, "classifier_failure"),
+        row("b", "tier4", 0, "perceptual"),
+        row("b", "tier4", 1, "reasoning"),
+        row("b", "tier4", 2, "answer_extraction"),
+    ]
+    rows.append(
+        {
+            "model": "a",
+            "tier": "tier1",
+            "task_name": "msu_tier1",
+            "doc_id": 9,
+            "metrics": {"llm_judge": 1.0},
+            "metric_details": {"llm_judge": {}},
+        }
+    )  # passed: not counted
     return rows
 
 
@@ -160,8 +258,14 @@ def test_msu_table4_shares_by_hand_and_columns_sum_to_100(index):
     text = render_layout(index.layout("msu_table4"), failures())
     [(header, body)] = tables(text)
     assert header == ["Error type", "a", "b"]
-    assert [r[0] for r in body] == ["Rejection of Answer", "Answer Extraction Errors", "Perceptual Errors",
-                                    "Reasoning Errors", "Lack of Knowledge", "failed answers classified (n)"]
+    assert [r[0] for r in body] == [
+        "Rejection of Answer",
+        "Answer Extraction Errors",
+        "Perceptual Errors",
+        "Reasoning Errors",
+        "Lack of Knowledge",
+        "failed answers classified (n)",
+    ]
     cells = {r[0]: r[1:] for r in body}
     assert cells["Perceptual Errors"] == ["50.00", "33.33"]  # a: 2/4; b: 1/3
     # b's three thirds: the rounding remainder goes to the first row of the tie (sum exactly 100)
@@ -192,9 +296,18 @@ def test_msu_table6_each_tier_sums_to_100_per_model(index):
 
 
 def test_error_sample_draws_n_per_model_seeded(index):
-    rows = [{"model": m, "tier": "tier1", "task_name": "t", "doc_id": i, "metrics": {"llm_judge": 0.0},
-             "metric_details": {"llm_judge": {"error_type": ("perceptual", "reasoning")[i % 2]}}}
-            for m in ("a", "b") for i in range(50)]
+    rows = [
+        {
+            "model": m,
+            "tier": "tier1",
+            "task_name": "t",
+            "doc_id": i,
+            "metrics": {"llm_judge": 0.0},
+            "metric_details": {"llm_judge": {"error_type": ("perceptual", "reasoning")[i % 2]}},
+        }
+        for m in ("a", "b")
+        for i in range(50)
+    ]
     drawn = sample_failures(rows, ["model"], 10, seed=3)
     assert sorted(r["model"] for r in drawn).count("a") == 10 and len(drawn) == 20
     assert drawn == sample_failures(list(reversed(rows)), ["model"], 10, seed=3)  # order of the input
@@ -266,12 +379,20 @@ def test_a_third_benchmark_adds_its_layout_without_editing_the_harness(tmp_path)
     for name, body in THIRD.items():
         (folder / name).write_text(textwrap.dedent(body))
     run = tmp_path / "run"
-    rows = [{"doc_id": i, "room": room, "metrics": {"exact_match": v}}
-            for i, (room, v) in enumerate((("kitchen", 1.0), ("kitchen", 0.0), ("hall", 1.0)))]
+    rows = [
+        {"doc_id": i, "room": room, "metrics": {"exact_match": v}}
+        for i, (room, v) in enumerate((("kitchen", 1.0), ("kitchen", 0.0), ("hall", 1.0)))
+    ]
     write_samples(run, "toy_task", rows, stamp="S")
-    write_results(run, {"results": {"toy_task": {"alias": "toy", "exact_match,none": 2 / 3}},
-                        "configs": {"toy_task": {"metadata": {"report": "toy_rooms", "room_kind": "indoor"}}},
-                        "config": {"model": "m"}}, stamp="S")
+    write_results(
+        run,
+        {
+            "results": {"toy_task": {"alias": "toy", "exact_match,none": 2 / 3}},
+            "configs": {"toy_task": {"metadata": {"report": "toy_rooms", "room_kind": "indoor"}}},
+            "config": {"model": "m"},
+        },
+        stamp="S",
+    )
     from lalm_eval.report.combine import combine
 
     text, _ = combine([run], include_paths=[folder])
@@ -279,9 +400,15 @@ def test_a_third_benchmark_adds_its_layout_without_editing_the_harness(tmp_path)
     assert header == ["Model", "Room kind", "kitchen · exact match", "hall · exact match"]
     assert body == [["m", "indoor", "50.00", "100.00"]]
     # unknown report name in a task: an error that lists the declared ones
-    write_results(run, {"results": {"toy_task": {"alias": "toy"}},
-                        "configs": {"toy_task": {"metadata": {"report": "toy_rums"}}}, "config": {"model": "m"}},
-                  stamp="T")
+    write_results(
+        run,
+        {
+            "results": {"toy_task": {"alias": "toy"}},
+            "configs": {"toy_task": {"metadata": {"report": "toy_rums"}}},
+            "config": {"model": "m"},
+        },
+        stamp="T",
+    )
     write_samples(run, "toy_task", rows, stamp="T")
     with pytest.raises(ConfigError, match="toy_rums.*declared: .*toy_rooms"):
         combine([run], include_paths=[folder])
@@ -292,16 +419,34 @@ def test_cli_report_layout_flags(tmp_path, capsys):
 
     for model in ("cascade", "tiny"):
         out = tmp_path / model
-        samples = [{"doc_id": i, "task": "recognition", "n_speakers": 1, "metrics": {"token_f1": 0.5, "llm_judge": None}}
-                   for i in range(2)]
+        samples = [
+            {"doc_id": i, "task": "recognition", "n_speakers": 1, "metrics": {"token_f1": 0.5, "llm_judge": None}}
+            for i in range(2)
+        ]
         write_samples(out, "palm_recognition", samples, stamp="S")
-        fails = [{"doc_id": i, "tier": "tier1", "capability": "sr", "metrics": {"llm_judge": 0.0},
-                  "metric_details": {"llm_judge": {"error_type": "perceptual" if i else "reasoning"}}} for i in range(4)]
+        fails = [
+            {
+                "doc_id": i,
+                "tier": "tier1",
+                "capability": "sr",
+                "metrics": {"llm_judge": 0.0},
+                "metric_details": {"llm_judge": {"error_type": "perceptual" if i else "reasoning"}},
+            }
+            for i in range(4)
+        ]
         write_samples(out, "msu_t1_sr_speaker_counting", fails, stamp="S")
-        write_results(out, {"results": {"palm_recognition": {"alias": "r"}, "msu_t1_sr_speaker_counting": {"alias": "c"}},
-                            "configs": {"palm_recognition": {"metadata": {"strategy": "base", "report": "palm_speakers"}},
-                                        "msu_t1_sr_speaker_counting": {"metadata": {"report": "msu_tiers"}}},
-                            "config": {"model": model}}, stamp="S")
+        write_results(
+            out,
+            {
+                "results": {"palm_recognition": {"alias": "r"}, "msu_t1_sr_speaker_counting": {"alias": "c"}},
+                "configs": {
+                    "palm_recognition": {"metadata": {"strategy": "base", "report": "palm_speakers"}},
+                    "msu_t1_sr_speaker_counting": {"metadata": {"report": "msu_tiers"}},
+                },
+                "config": {"model": model},
+            },
+            stamp="S",
+        )
     folders = [str(tmp_path / "cascade"), str(tmp_path / "tiny")]
     assert main(["report", *folders, "--layout", "palm_table1"]) == 0
     printed = capsys.readouterr().out
@@ -323,23 +468,54 @@ def recipe_rows():
     rows = []
     for run, f1 in (("base", 0.0), ("lora_attn", 0.5), ("prompt_tuning-4", 0.25)):
         for n in (1, 2):
-            rows.append({"model": run, "strategy": "base", "task": "recognition", "n_speakers": n,
-                         "task_name": "palm_recognition", "metrics": {"token_f1": f1 / n, "llm_judge": 0.5}})
-            rows.append({"model": run, "strategy": "base", "task": "captioning", "n_speakers": n,
-                         "task_name": "palm_captioning", "metrics": {"bleu": 10.0 * n, "llm_judge": 0.25}})
-    rows.append({"model": "base", "strategy": "HD", "task": "recognition", "n_speakers": 1,
-                 "task_name": "palm_recognition_hd", "metrics": {"token_f1": 1.0, "llm_judge": 1.0}})
+            rows.append(
+                {
+                    "model": run,
+                    "strategy": "base",
+                    "task": "recognition",
+                    "n_speakers": n,
+                    "task_name": "palm_recognition",
+                    "metrics": {"token_f1": f1 / n, "llm_judge": 0.5},
+                }
+            )
+            rows.append(
+                {
+                    "model": run,
+                    "strategy": "base",
+                    "task": "captioning",
+                    "n_speakers": n,
+                    "task_name": "palm_captioning",
+                    "metrics": {"bleu": 10.0 * n, "llm_judge": 0.25},
+                }
+            )
+    rows.append(
+        {
+            "model": "base",
+            "strategy": "HD",
+            "task": "recognition",
+            "n_speakers": 1,
+            "task_name": "palm_recognition_hd",
+            "metrics": {"token_f1": 1.0, "llm_judge": 1.0},
+        }
+    )
     return rows
 
 
 def test_palm_table2_is_one_row_per_run_on_one_speaker_audio(index):
     ((header, body),) = tables(render_layout(index.layout("palm_table2"), recipe_rows()))
-    assert header == ["Model", "Recognition · token F1", "Recognition · LLM-judge score",
-                      "Captioning · BLEU", "Captioning · LLM-judge score"]
+    assert header == [
+        "Model",
+        "Recognition · token F1",
+        "Recognition · LLM-judge score",
+        "Captioning · BLEU",
+        "Captioning · LLM-judge score",
+    ]
     # one-speaker rows only, the HD row left out: base 0.0, lora 0.5, prompt 0.25 (in %)
-    assert body == [["base", "0.00", "50.00", "10.00", "25.00"],
-                    ["lora_attn", "50.00", "50.00", "10.00", "25.00"],
-                    ["prompt_tuning-4", "25.00", "50.00", "10.00", "25.00"]]
+    assert body == [
+        ["base", "0.00", "50.00", "10.00", "25.00"],
+        ["lora_attn", "50.00", "50.00", "10.00", "25.00"],
+        ["prompt_tuning-4", "25.00", "50.00", "10.00", "25.00"],
+    ]
 
 
 def test_palm_table3_has_table_1s_columns_and_one_row_per_run(index):

@@ -17,12 +17,23 @@ from lalm_eval.hub.parquet import export_dataset_dict
 def _dataset(folder):
     buf = io.BytesIO()
     sf.write(buf, (0.3 * np.sin(np.arange(16000) / 16000 * 2 * np.pi * 220)).astype(np.float32), 16000, format="FLAC")
-    ds = datasets.Dataset.from_dict({"question": ["How many?", "Who?"], "answer": ["Two.", "Bob"],
-                                     "audio": [{"bytes": buf.getvalue(), "path": None}] * 2},
-                                    features=datasets.Features({"question": datasets.Value("string"),
-                                                                "answer": datasets.Value("string"),
-                                                                "audio": datasets.Audio(sampling_rate=16000)}))
-    write_card(folder, f"---\n{front_matter(export_dataset_dict({'main': datasets.DatasetDict({'test': ds})}, folder))}\n---\n")
+    ds = datasets.Dataset.from_dict(
+        {
+            "question": ["How many?", "Who?"],
+            "answer": ["Two.", "Bob"],
+            "audio": [{"bytes": buf.getvalue(), "path": None}] * 2,
+        },
+        features=datasets.Features(
+            {
+                "question": datasets.Value("string"),
+                "answer": datasets.Value("string"),
+                "audio": datasets.Audio(sampling_rate=16000),
+            }
+        ),
+    )
+    write_card(
+        folder, f"---\n{front_matter(export_dataset_dict({'main': datasets.DatasetDict({'test': ds})}, folder))}\n---\n"
+    )
     return buf.getvalue()
 
 
@@ -62,5 +73,12 @@ metadata: {{version: 1, answer_kind: speaker_counting}}
     assert [r.task_metadata for r in adapter.seen] == [{"version": 1, "answer_kind": "speaker_counting"}] * 2
     task = run["tasks"][0]
     for r in adapter.seen:  # the key is the recipe without the metadata field
-        assert r.key == request_key(adapter.identity(), task.task_hash, r.doc_id, (), list(r.messages),
-                                    r.gen_kwargs, audio_ids=[encoded_audio_id(flac)])
+        assert r.key == request_key(
+            adapter.identity(),
+            task.task_hash,
+            r.doc_id,
+            (),
+            list(r.messages),
+            r.gen_kwargs,
+            audio_ids=[encoded_audio_id(flac)],
+        )

@@ -32,8 +32,13 @@ class Metered(Adapter):
 
     def estimate(self, requests):
         self.estimated = [(r.task, r.doc_id) for r in requests]
-        return {"requests": len(requests), "est_audio_tokens": 10 * len(requests), "est_text_tokens": 5,
-                "max_completion_tokens": 4 * len(requests), "est_cost_usd": 0.01 * len(requests)}
+        return {
+            "requests": len(requests),
+            "est_audio_tokens": 10 * len(requests),
+            "est_text_tokens": 5,
+            "max_completion_tokens": 4 * len(requests),
+            "est_cost_usd": 0.01 * len(requests),
+        }
 
     def generate(self, requests, batch_size=1):
         out = []
@@ -45,8 +50,17 @@ class Metered(Adapter):
                 out.append(Response.failed("refusal", "the provider refused", **meta))
                 continue
             model = "gpt-x-2" if abs(s - 2.5) < 0.01 else "gpt-x-1"
-            out.append(Response("Alice" if s > 2 else "Bob", meta={
-                **meta, "model": model, "usage": {"prompt_tokens": 10, "completion_tokens": 2}, "cost_usd": 0.5}))
+            out.append(
+                Response(
+                    "Alice" if s > 2 else "Bob",
+                    meta={
+                        **meta,
+                        "model": model,
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 2},
+                        "cost_usd": 0.5,
+                    },
+                )
+            )
         return out
 
 
@@ -90,8 +104,13 @@ def test_dry_run_plans_without_sending_and_discounts_cache_hits(task_dir, tmp_pa
     plan = plan_run(adapter, ["who"], include_path=[task_dir], cache_dir=tmp_path / "c")
     assert adapter.sent == [] and adapter.n_generated == 0
     plain = plan["tasks"]["who_plain"]
-    assert plain == {"requests": 5, "cached": 0, "unreadable_docs": 1, "audio_s": pytest.approx(10.5),
-                     "estimate": plain["estimate"]} and plain["estimate"]["est_cost_usd"] == pytest.approx(0.05)
+    assert plain == {
+        "requests": 5,
+        "cached": 0,
+        "unreadable_docs": 1,
+        "audio_s": pytest.approx(10.5),
+        "estimate": plain["estimate"],
+    } and plain["estimate"]["est_cost_usd"] == pytest.approx(0.05)
     assert plan["total"]["requests"] == 10 and plan["total"]["estimate"]["requests"] == 10
     evaluate(Metered(), ["who_plain"], include_path=[task_dir], cache_dir=tmp_path / "c")
     plan = plan_run(adapter, ["who"], include_path=[task_dir], cache_dir=tmp_path / "c")
@@ -104,14 +123,27 @@ def test_dry_run_plans_without_sending_and_discounts_cache_hits(task_dir, tmp_pa
 def tiny_models(tmp_path_factory):
     root = tmp_path_factory.mktemp("tiny")
     for arch in ("qwen2_audio", "qwen2_5_omni"):
-        subprocess.run([sys.executable, "-m", "lalm_eval.cli", "make-tiny-model", arch, str(root / arch)],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "lalm_eval.cli", "make-tiny-model", arch, str(root / arch)],
+            check=True,
+            capture_output=True,
+        )
     return root
 
 
 def test_dry_run_cli_and_max_cost_needs_an_api_adapter(task_dir, tiny_models, tmp_path, capsys):  # noqa: F811
-    base = ["--model", "qwen2_audio", "--model_args", f"pretrained={tiny_models / 'qwen2_audio'}",
-            "--tasks", "who_plain", "--include_path", str(task_dir), "--cache_dir", str(tmp_path / "c")]
+    base = [
+        "--model",
+        "qwen2_audio",
+        "--model_args",
+        f"pretrained={tiny_models / 'qwen2_audio'}",
+        "--tasks",
+        "who_plain",
+        "--include_path",
+        str(task_dir),
+        "--cache_dir",
+        str(tmp_path / "c"),
+    ]
     assert main(base + ["--dry_run", "--output_path", str(tmp_path / "o")]) == 0
     out = capsys.readouterr().out
     assert "| who_plain | 5 | 0 | 10.5 |" in out and "has no cost estimate" in out and "nothing was sent" in out
@@ -123,16 +155,38 @@ def test_dry_run_cli_and_max_cost_needs_an_api_adapter(task_dir, tiny_models, tm
 
 def test_check_passes_on_batching_and_fails_across_different_models(task_dir, tiny_models, tmp_path, capsys):  # noqa: F811
     q2 = f"pretrained={tiny_models / 'qwen2_audio'}"
-    base = ["check", "--model", "qwen2_audio", "--model_args", q2, "--tasks", "who_plain",
-            "--include_path", str(task_dir), "--cache_dir", str(tmp_path / "c"), "--limit", "6"]
+    base = [
+        "check",
+        "--model",
+        "qwen2_audio",
+        "--model_args",
+        q2,
+        "--tasks",
+        "who_plain",
+        "--include_path",
+        str(task_dir),
+        "--cache_dir",
+        str(tmp_path / "c"),
+        "--limit",
+        "6",
+    ]
     assert main(base + ["--batch_sizes", "1,3", "--output_path", str(tmp_path / "o")]) == 0
     out = capsys.readouterr().out
     assert "| qwen2_audio @ batch 3 | who_plain | 5/5 (100.0 %) | 0 |" in out
     report = json.loads((tmp_path / "o" / "check.json").read_text())
     assert report["comparisons"]["qwen2_audio @ batch 3"]["who_plain"]["identical"] == 5
     # another model's answers differ: exit 1, and the first difference is shown
-    status = main(base + ["--batch_sizes", "1", "--model_b", "qwen2_5_omni",
-                          "--model_args_b", f"pretrained={tiny_models / 'qwen2_5_omni'}"])
+    status = main(
+        base
+        + [
+            "--batch_sizes",
+            "1",
+            "--model_b",
+            "qwen2_5_omni",
+            "--model_args_b",
+            f"pretrained={tiny_models / 'qwen2_5_omni'}",
+        ]
+    )
     out = capsys.readouterr().out
     assert status == 1 and "first difference, qwen2_5_omni @ batch 1" in out and "below --min_identical" in out
     assert main(base + ["--batch_sizes", "1,x"]) == 2
@@ -164,12 +218,23 @@ def test_a_dataset_folder_rebuilt_in_place_is_read_anew(task_dir, dataset_dir, t
     first, n = load_docs(task, tmp_path / "c", None)
     assert n == 6
     shutil.rmtree(folder)  # the same folder, rebuilt with other rows
-    rows = {"question": ["Q?"] * 2, "answer": ["Carol", "Dan"], "audio": [{"bytes": flac(1, 300), "path": None}] * 2,
-            "language": ["en", "en"]}
-    features = datasets.Features({"question": datasets.Value("string"), "answer": datasets.Value("string"),
-                                  "audio": datasets.Audio(sampling_rate=16000), "language": datasets.Value("string")})
-    files = export_dataset_dict({"main": datasets.DatasetDict({"test": datasets.Dataset.from_dict(rows, features=features)})},
-                                folder)
+    rows = {
+        "question": ["Q?"] * 2,
+        "answer": ["Carol", "Dan"],
+        "audio": [{"bytes": flac(1, 300), "path": None}] * 2,
+        "language": ["en", "en"],
+    }
+    features = datasets.Features(
+        {
+            "question": datasets.Value("string"),
+            "answer": datasets.Value("string"),
+            "audio": datasets.Audio(sampling_rate=16000),
+            "language": datasets.Value("string"),
+        }
+    )
+    files = export_dataset_dict(
+        {"main": datasets.DatasetDict({"test": datasets.Dataset.from_dict(rows, features=features)})}, folder
+    )
     write_card(folder, f"---\n{front_matter(files)}\n---\n")
     again, n = load_docs(task, tmp_path / "c", None)
     assert n == 2 and [d["answer"] for d in again] == ["Carol", "Dan"]

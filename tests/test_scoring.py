@@ -73,8 +73,14 @@ def test_judge_missing_without_llm_is_reported_not_zero(judged_tasks, tmp_path):
 
 def test_judge_failures_are_counted_and_excluded(judged_tasks, tmp_path):
     llm = ScriptedJudge()
-    run = evaluate(Scripted(), ["who_judged"], include_path=[judged_tasks], cache_dir=tmp_path / "c",
-                   use_cache=False, judge_llm=llm)
+    run = evaluate(
+        Scripted(),
+        ["who_judged"],
+        include_path=[judged_tasks],
+        cache_dir=tmp_path / "c",
+        use_cache=False,
+        judge_llm=llm,
+    )
     r = run["results"]["who_judged"]
     info = r["metrics"]["llm_judge"]
     # 4 scored docs: answers Bob, Bob, Alice, Alice → the two 'Alice' replies carry no JSON
@@ -86,8 +92,14 @@ def test_judge_failures_are_counted_and_excluded(judged_tasks, tmp_path):
     assert len(failed) == 2 and all(row["metrics"]["llm_judge"] is None for row in failed)
     calls = llm.calls
 
-    again = evaluate(Scripted(), ["who_judged"], include_path=[judged_tasks], cache_dir=tmp_path / "c",
-                     use_cache=False, judge_llm=llm)
+    again = evaluate(
+        Scripted(),
+        ["who_judged"],
+        include_path=[judged_tasks],
+        cache_dir=tmp_path / "c",
+        use_cache=False,
+        judge_llm=llm,
+    )
     # rescoring: successes from the judge cache, only the failures are asked again (twice each)
     assert llm.calls - calls == 4
     assert again["results"]["who_judged"]["metrics"]["llm_judge"]["judge_cache_hits"] == 2
@@ -118,9 +130,11 @@ def test_metric_options_are_checked():
 def test_bleu_metric_per_sample_and_corpus_signature():
     import sacrebleu
 
-    items = [ScoreItem("the cat sat on the mat", "the cat sat on the mat", {"language": "en"}, "q"),
-             ScoreItem("我喜欢猫", "我喜欢狗", {"language": "zh"}, "q"),
-             ScoreItem("", "nothing here", {"language": "en"}, "q")]
+    items = [
+        ScoreItem("the cat sat on the mat", "the cat sat on the mat", {"language": "en"}, "q"),
+        ScoreItem("我喜欢猫", "我喜欢狗", {"language": "zh"}, "q"),
+        ScoreItem("", "nothing here", {"language": "en"}, "q"),
+    ]
     result = make_metric({"metric": "bleu"}, ScoringContext()).compute(items)
     assert result.values[0] == pytest.approx(100.0)
     assert result.values[1] == pytest.approx(sacrebleu.sentence_bleu("我喜欢猫", ["我喜欢狗"], tokenize="zh").score)
@@ -135,10 +149,20 @@ def test_sample_metric_wraps_plain_functions():
 
 
 def test_recognition_presence_uses_the_queried_names():
-    items = [ScoreItem("Amy is speaking; Daisy is not.", "Only Amy appears; Daisy does not.",
-                       {"question": "Do Amy and Daisy both appear?", "queried": ["Amy", "Daisy"]}, "prompt"),
-             ScoreItem("Both of them appear.", "Only Amy appears; Daisy does not.",
-                       {"question": "Do Amy and Daisy both appear?", "queried": ["Amy", "Daisy"]}, "prompt")]
+    items = [
+        ScoreItem(
+            "Amy is speaking; Daisy is not.",
+            "Only Amy appears; Daisy does not.",
+            {"question": "Do Amy and Daisy both appear?", "queried": ["Amy", "Daisy"]},
+            "prompt",
+        ),
+        ScoreItem(
+            "Both of them appear.",
+            "Only Amy appears; Daisy does not.",
+            {"question": "Do Amy and Daisy both appear?", "queried": ["Amy", "Daisy"]},
+            "prompt",
+        ),
+    ]
     metric = make_metric({"metric": "recognition_presence", "names_field": "queried"}, ScoringContext())
     assert metric.compute(items).values == [1.0, 0.5]
 
@@ -148,14 +172,24 @@ class EmptyOrChinese(Scripted):
 
     def generate(self, requests, batch_size=1):
         out = super().generate(requests, batch_size)
-        return [type(r)("" if q.doc_id == 0 else "爱丽丝" if q.doc_id == 2 else r.text, r.error)
-                if r.text is not None else r for q, r in zip(requests, out)]
+        return [
+            type(r)("" if q.doc_id == 0 else "爱丽丝" if q.doc_id == 2 else r.text, r.error)
+            if r.text is not None
+            else r
+            for q, r in zip(requests, out)
+        ]
 
 
 def test_empty_and_other_language_responses_are_scored_not_dropped(judged_tasks, tmp_path):
     llm = ScriptedJudge()
-    run = evaluate(EmptyOrChinese(), ["who_judged"], include_path=[judged_tasks], cache_dir=tmp_path / "c",
-                   use_cache=False, judge_llm=llm)
+    run = evaluate(
+        EmptyOrChinese(),
+        ["who_judged"],
+        include_path=[judged_tasks],
+        cache_dir=tmp_path / "c",
+        use_cache=False,
+        judge_llm=llm,
+    )
     rows = {r["doc_id"]: r for r in run["_samples"]["who_judged"]}
     # an empty answer is an answer: every metric scores it (0 for the reference metrics), no error
     assert rows[0]["response"] == "" and rows[0]["error"] is None
@@ -170,8 +204,10 @@ def test_empty_and_other_language_responses_are_scored_not_dropped(judged_tasks,
 def test_bertscore_values_are_cached_so_rescoring_loads_no_model(tmp_path, monkeypatch):
     import lalm_eval.metrics.bertscore as bs
 
-    items = [ScoreItem("Alice greets Bob warmly", "Alice says hello to Bob", {}, "q"),
-             ScoreItem("It rains", "The weather is sunny", {}, "q")]
+    items = [
+        ScoreItem("Alice greets Bob warmly", "Alice says hello to Bob", {}, "q"),
+        ScoreItem("It rains", "The weather is sunny", {}, "q"),
+    ]
     context = ScoringContext(cache_dir=tmp_path)
     first = make_metric({"metric": "bertscore"}, context).compute(items)
     assert first.extra["computed"] == 2 and first.values[0] > first.values[1]
@@ -180,8 +216,9 @@ def test_bertscore_values_are_cached_so_rescoring_loads_no_model(tmp_path, monke
 
     def recording_model(predictions, references, **kwargs):
         asked.append(list(zip(predictions, references)))
-        return bs.BertScoreResult([0.25] * len(predictions), [0.25] * len(predictions), [0.25] * len(predictions),
-                                  "fake", 6)
+        return bs.BertScoreResult(
+            [0.25] * len(predictions), [0.25] * len(predictions), [0.25] * len(predictions), "fake", 6
+        )
 
     monkeypatch.setattr(bs, "bertscore", recording_model)
     again = make_metric({"metric": "bertscore"}, context).compute(items)

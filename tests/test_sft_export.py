@@ -22,8 +22,9 @@ SR = 16_000
 
 def flac(seconds):
     buf = io.BytesIO()
-    sf.write(buf, (0.2 * np.sin(2 * np.pi * 220 * np.arange(int(seconds * SR)) / SR)).astype(np.float32), SR,
-             format="FLAC")
+    sf.write(
+        buf, (0.2 * np.sin(2 * np.pi * 220 * np.arange(int(seconds * SR)) / SR)).astype(np.float32), SR, format="FLAC"
+    )
     return {"bytes": buf.getvalue(), "path": f"clip_{seconds}.flac"}
 
 
@@ -43,23 +44,57 @@ def row(task, **values):
 
 # train rows: two questions about one 0.5 s clip (stored once) and a Mandarin one about a 0.75 s clip
 TRAIN = {
-    "recognition": [row("recognition", language="en", question="Is Amy speaking?", answer="Yes, Amy is speaking.",
-                        audio=flac(0.5), n_speakers=1),
-                    row("recognition", language="en", question="Is Bob speaking?", answer="No, Bob is not speaking.",
-                        audio=flac(0.5), n_speakers=1),
-                    row("recognition", language="zh", question="李明在说话吗？", answer="是的，李明在说话。",
-                        audio=flac(0.75), n_speakers=2)],
-    "captioning": [row("captioning", language="en", question="What does Amy say?", answer="Amy says she is a nurse.",
-                       audio=flac(0.5), n_speakers=1)],
+    "recognition": [
+        row(
+            "recognition",
+            language="en",
+            question="Is Amy speaking?",
+            answer="Yes, Amy is speaking.",
+            audio=flac(0.5),
+            n_speakers=1,
+        ),
+        row(
+            "recognition",
+            language="en",
+            question="Is Bob speaking?",
+            answer="No, Bob is not speaking.",
+            audio=flac(0.5),
+            n_speakers=1,
+        ),
+        row(
+            "recognition",
+            language="zh",
+            question="李明在说话吗？",
+            answer="是的，李明在说话。",
+            audio=flac(0.75),
+            n_speakers=2,
+        ),
+    ],
+    "captioning": [
+        row(
+            "captioning",
+            language="en",
+            question="What does Amy say?",
+            answer="Amy says she is a nurse.",
+            audio=flac(0.5),
+            n_speakers=1,
+        )
+    ],
 }
 
 
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory):
     folder = tmp_path_factory.mktemp("bench") / "palm-bench"
-    configs = {task: datasets.DatasetDict({
-        "train": datasets.Dataset.from_list(rows, features=FEATURES),
-        "test": datasets.Dataset.from_list(rows[:1], features=FEATURES)}) for task, rows in TRAIN.items()}
+    configs = {
+        task: datasets.DatasetDict(
+            {
+                "train": datasets.Dataset.from_list(rows, features=FEATURES),
+                "test": datasets.Dataset.from_list(rows[:1], features=FEATURES),
+            }
+        )
+        for task, rows in TRAIN.items()
+    }
     files = export_dataset_dict(configs, folder)
     write_card(folder, "---\n" + front_matter(files) + "\n---\n# fixture\n")
     return folder
@@ -74,13 +109,21 @@ def test_ms_swift(bench, tmp_path):
     info = export_sft(out, "ms-swift", dataset=str(bench), cache_dir=tmp_path / "c")
     lines = lines_of(out / "train.jsonl")
     assert info["rows"] == len(lines) == 4 and info["audio_files"] == 2  # the 0.5 s clip written once
-    assert [(line["task"], line["doc_id"]) for line in lines] == [("palm_recognition", 0), ("palm_recognition", 1),
-                                                         ("palm_recognition", 2), ("palm_captioning", 0)]
+    assert [(line["task"], line["doc_id"]) for line in lines] == [
+        ("palm_recognition", 0),
+        ("palm_recognition", 1),
+        ("palm_recognition", 2),
+        ("palm_captioning", 0),
+    ]
     first = lines[0]
     # the prompt text of tasks/palm/_palm_prompt_base.yaml, after one audio tag
     assert first["messages"] == [
-        {"role": "user", "content": "<audio>Listen to the audio, then answer the question.\nQuestion: Is Amy speaking?"},
-        {"role": "assistant", "content": "Yes, Amy is speaking."}]
+        {
+            "role": "user",
+            "content": "<audio>Listen to the audio, then answer the question.\nQuestion: Is Amy speaking?",
+        },
+        {"role": "assistant", "content": "Yes, Amy is speaking."},
+    ]
     assert lines[2]["messages"][0]["content"] == "<audio>请听这段音频，然后回答问题。\n问题：李明在说话吗？"
     for line in lines:
         assert sum(m["content"].count("<audio>") for m in line["messages"]) == len(line["audios"]) == 1
@@ -94,10 +137,20 @@ def test_ms_swift(bench, tmp_path):
 def test_llamafactory(bench, tmp_path):
     out = tmp_path / "lf"
     export_sft(out, "llamafactory", dataset=str(bench), tasks=("captioning",), strategy="hd", cache_dir=tmp_path / "c")
-    assert json.loads((out / "dataset_info.json").read_text()) == {"palm_bench_train": {
-        "file_name": "train.jsonl", "formatting": "sharegpt", "columns": {"messages": "messages", "audios": "audios"},
-        "tags": {"role_tag": "role", "content_tag": "content", "user_tag": "user", "assistant_tag": "assistant",
-                 "system_tag": "system"}}}
+    assert json.loads((out / "dataset_info.json").read_text()) == {
+        "palm_bench_train": {
+            "file_name": "train.jsonl",
+            "formatting": "sharegpt",
+            "columns": {"messages": "messages", "audios": "audios"},
+            "tags": {
+                "role_tag": "role",
+                "content_tag": "content",
+                "user_tag": "user",
+                "assistant_tag": "assistant",
+                "system_tag": "system",
+            },
+        }
+    }
     (line,) = lines_of(out / "train.jsonl")
     assert line["task"] == "palm_captioning_hd" and line["audios"] == [line["audios"][0]]
     assert not Path(line["audios"][0]).is_absolute() and (out / line["audios"][0]).is_file()
@@ -105,8 +158,24 @@ def test_llamafactory(bench, tmp_path):
 
 
 def test_cli_and_errors(bench, tmp_path, capsys):
-    assert main(["export-sft", "--format", "ms-swift", "--out", str(tmp_path / "o"), "--dataset", str(bench),
-                 "--tasks", "recognition", "--limit", "2"]) == 0
+    assert (
+        main(
+            [
+                "export-sft",
+                "--format",
+                "ms-swift",
+                "--out",
+                str(tmp_path / "o"),
+                "--dataset",
+                str(bench),
+                "--tasks",
+                "recognition",
+                "--limit",
+                "2",
+            ]
+        )
+        == 0
+    )
     assert "2 ms-swift examples" in capsys.readouterr().out and len(lines_of(tmp_path / "o" / "train.jsonl")) == 2
     with pytest.raises(ConfigError, match="--format 'axolotl'"):
         export_sft(tmp_path / "x", "axolotl", dataset=str(bench))

@@ -68,6 +68,7 @@ def test_ecapa_without_speechbrain_names_the_extra():
     pytest.importorskip("torch")
     try:
         import speechbrain  # noqa: F401
+
         pytest.skip("speechbrain is installed; the missing-extra message cannot be shown")
     except ImportError:
         pass

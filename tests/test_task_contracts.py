@@ -70,30 +70,59 @@ def subject(sid, name, hd, ad):
     return {"id": sid, "name": name, "hd": hd, "ad": ad}
 
 
-AMY = subject("en_s01", "Amy", "Amy's voice is bright and fast, with lively intonation.",
-              "Likely female voice; F0 mainly 190-250 Hz, averaging around 220 Hz; speaking rate about 200 wpm.")
-BOB = subject("en_s02", "Bob", "Bob's voice is steady and composed, a typical adult male mid-range voice.",
-              "Likely male voice; F0 mainly 90-130 Hz; strong low-frequency chest resonance.")
-LI = subject("zh_s02", "李明", "李明的声音是一个音高偏低的男声，语速适中，吐字规整。",
-             "推测为男声，基频主要分布在 80–95 Hz，平均约 85 Hz，音高偏低。")
-PROFILES = {"Amy": "Age: 28\nOccupation: Nurse\nInterests:\n- movie: Loves romantic comedies.",
-            "李明": "年龄: 34\n职业: 后端开发工程师\n兴趣:\n- 音乐: 爱听摇滚乐。"}
+AMY = subject(
+    "en_s01",
+    "Amy",
+    "Amy's voice is bright and fast, with lively intonation.",
+    "Likely female voice; F0 mainly 190-250 Hz, averaging around 220 Hz; speaking rate about 200 wpm.",
+)
+BOB = subject(
+    "en_s02",
+    "Bob",
+    "Bob's voice is steady and composed, a typical adult male mid-range voice.",
+    "Likely male voice; F0 mainly 90-130 Hz; strong low-frequency chest resonance.",
+)
+LI = subject(
+    "zh_s02",
+    "李明",
+    "李明的声音是一个音高偏低的男声，语速适中，吐字规整。",
+    "推测为男声，基频主要分布在 80–95 Hz，平均约 85 Hz，音高偏低。",
+)
+PROFILES = {
+    "Amy": "Age: 28\nOccupation: Nurse\nInterests:\n- movie: Loves romantic comedies.",
+    "李明": "年龄: 34\n职业: 后端开发工程师\n兴趣:\n- 音乐: 爱听摇滚乐。",
+}
 
 
 def palm_docs(task: str) -> list[dict]:
     """Three rows of PALM config ``task``: English multi-subject, Mandarin, English negative."""
     if task == "reasoning":
         specs = [
-            ("en", "Think about Amy, who speaks in this recording. Can you recommend a movie she might enjoy?",
-             "A good answer builds on what Amy says and on her profile (movie: romantic comedies).", [AMY], 2),
-            ("zh", "想一想这段录音里说话的李明。你能推荐一首他可能会喜欢的歌吗？",
-             "好的回答应结合李明在录音中说的话以及李明的个人资料（音乐：摇滚乐）。", [LI], 1),
+            (
+                "en",
+                "Think about Amy, who speaks in this recording. Can you recommend a movie she might enjoy?",
+                "A good answer builds on what Amy says and on her profile (movie: romantic comedies).",
+                [AMY],
+                2,
+            ),
+            (
+                "zh",
+                "想一想这段录音里说话的李明。你能推荐一首他可能会喜欢的歌吗？",
+                "好的回答应结合李明在录音中说的话以及李明的个人资料（音乐：摇滚乐）。",
+                [LI],
+                1,
+            ),
             ("en", "What gift would Amy like, given what she says here?", "Something for a movie night.", [AMY], 3),
         ]
     elif task == "captioning":
         specs = [
-            ("en", "What did Amy and Bob talk about?", "Amy said she will arrive shortly; Bob asked her to wait.",
-             [AMY, BOB], 3),
+            (
+                "en",
+                "What did Amy and Bob talk about?",
+                "Amy said she will arrive shortly; Bob asked her to wait.",
+                [AMY, BOB],
+                3,
+            ),
             ("zh", "李明在音频里谈论的是什么？", "李明说：“写代码的时候我喜欢戴耳机听摇滚。”", [LI], 1),
             ("en", "What did Bob express in the audio?", "This audio doesn't involve Bob.", [BOB], 2),
         ]
@@ -106,12 +135,25 @@ def palm_docs(task: str) -> list[dict]:
     docs = []
     for i, (language, question, answer, subjects, n_speakers) in enumerate(specs):
         target = subjects[0]["name"]
-        docs.append(row(
-            PALM_FEATURES, id=f"test-{i:06d}-0", task=task, language=language, question=question, answer=answer,
-            n_speakers=n_speakers, target=target, target_id=subjects[0]["id"],
-            queried=[s["name"] for s in subjects], queried_ids=[s["id"] for s in subjects],
-            label="negative" if i == 2 else "positive", negative_stratum="hard" if i == 2 else "",
-            subjects=subjects, profile=PROFILES.get(target, "") if task == "reasoning" else ""))
+        docs.append(
+            row(
+                PALM_FEATURES,
+                id=f"test-{i:06d}-0",
+                task=task,
+                language=language,
+                question=question,
+                answer=answer,
+                n_speakers=n_speakers,
+                target=target,
+                target_id=subjects[0]["id"],
+                queried=[s["name"] for s in subjects],
+                queried_ids=[s["id"] for s in subjects],
+                label="negative" if i == 2 else "positive",
+                negative_stratum="hard" if i == 2 else "",
+                subjects=subjects,
+                profile=PROFILES.get(target, "") if task == "reasoning" else "",
+            )
+        )
     return docs
 
 
@@ -119,14 +161,31 @@ def msu_docs(task_id: str) -> list[dict]:
     """Three rows of MSU task ``task_id``: the paper's example question (en), a Mandarin one, another en."""
     spec = TAXONOMY.task(task_id)
     out = []
-    for i, (language, question, answer) in enumerate([
+    for i, (language, question, answer) in enumerate(
+        [
             ("en", spec.example_question, spec.example_answer),
             ("zh", "对话中一共有几位说话人？", "三位。"),
-            ("en", "What does the second speaker say first?", "Hello, everyone.")]):
-        out.append(row(
-            MSU_FEATURES, id=f"seg{i}-q00", segment_id=f"seg{i}", source="embedded", language=language,
-            duration=75.0, n_speakers=3, tier=spec.tier, capability=spec.capability, task_id=spec.id,
-            task_name=spec.name, question=question, answer=answer, inference_prompt=spec.inference_prompt(language)))
+            ("en", "What does the second speaker say first?", "Hello, everyone."),
+        ]
+    ):
+        out.append(
+            row(
+                MSU_FEATURES,
+                id=f"seg{i}-q00",
+                segment_id=f"seg{i}",
+                source="embedded",
+                language=language,
+                duration=75.0,
+                n_speakers=3,
+                tier=spec.tier,
+                capability=spec.capability,
+                task_id=spec.id,
+                task_name=spec.name,
+                question=question,
+                answer=answer,
+                inference_prompt=spec.inference_prompt(language),
+            )
+        )
     return out
 
 
@@ -141,6 +200,7 @@ def is_cot(name: str) -> bool:
 
 
 # -- every task ---------------------------------------------------------------------------------
+
 
 def test_the_built_in_tasks_are_the_documented_ones():
     palm = sorted(f"palm_{t}{s}" for t in PALM_TASKS for s in STRATEGIES)
@@ -159,8 +219,10 @@ class TestTaskContract:
     def docs(self, name, task, monkeypatch):
         docs = docs_for(name, task)
         if name in ENROLL_TASKS:  # one synthetic reference clip per subject instead of a built dataset
-            clips = {s["id"]: [{"clip_id": f"{s['id']}_u001", "name": s["name"], "audio": audio_value()}]
-                     for s in (AMY, BOB, LI)}
+            clips = {
+                s["id"]: [{"clip_id": f"{s['id']}_u001", "name": s["name"], "audio": audio_value()}]
+                for s in (AMY, BOB, LI)
+            }
             monkeypatch.setitem(task.config.process_docs.resolve().__globals__, "_enrollment_clips", lambda path: clips)
             return task.process_docs(docs, dataset_path="palm-bench")
         return task.process_docs(docs)  # MSU tasks keep their rows (all of them here)
@@ -222,10 +284,18 @@ class TestTaskContract:
         assert [s["function"] for s in steps] == ["regex", "take_first"]
         pattern = steps[0]["regex_pattern"]
         # the paper's Table 10 shape, with and without closing tags
-        assert re.findall(pattern, "<Reasoning> matches Amy's profile. </Reasoning>\n<Answer> Yes, it is Amy. </Answer>",
-                          flags=re.S)[0] == "Yes, it is Amy."
-        assert re.findall(pattern, "<Reasoning> bright voice.\n<Answer> I believe the speaker is Amy.",
-                          flags=re.S)[0] == "I believe the speaker is Amy."
+        assert (
+            re.findall(
+                pattern,
+                "<Reasoning> matches Amy's profile. </Reasoning>\n<Answer> Yes, it is Amy. </Answer>",
+                flags=re.S,
+            )[0]
+            == "Yes, it is Amy."
+        )
+        assert (
+            re.findall(pattern, "<Reasoning> bright voice.\n<Answer> I believe the speaker is Amy.", flags=re.S)[0]
+            == "I believe the speaker is Amy."
+        )
         assert not re.findall(pattern, "Amy.", flags=re.S)
         for doc in docs:
             text = task.render_text(doc)
@@ -238,6 +308,7 @@ class TestTaskContract:
 
 
 # -- what the PALM prompts carry --------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("task_name", PALM_TASKS)
 @pytest.mark.parametrize("suffix", STRATEGIES, ids=lambda s: s.lstrip("_") or "base")
@@ -275,14 +346,18 @@ def test_palm_task_tags():
 
 # -- MSU: process_docs keeps one task's rows --------------------------------------------------------
 
+
 def test_msu_task_ids_match_the_taxonomy():
     utils = TM.load_task("msu_t1_sr_speaker_counting").config.process_docs.resolve().__globals__
     assert list(utils["TASK_IDS"]) == [t.id for t in TAXONOMY.tasks]
 
 
 def test_msu_process_docs_keeps_only_its_task():
-    mixed = [doc for t in ("t1_sr_speaker_counting", "t4_mst_dialogue_transcription", "t2_sda_emotion_evolution")
-             for doc in msu_docs(t)]
+    mixed = [
+        doc
+        for t in ("t1_sr_speaker_counting", "t4_mst_dialogue_transcription", "t2_sda_emotion_evolution")
+        for doc in msu_docs(t)
+    ]
     task = TM.load_task("msu_t4_mst_dialogue_transcription")
     kept = task.process_docs(mixed)
     assert [d["task_id"] for d in kept] == ["t4_mst_dialogue_transcription"] * 3
@@ -295,6 +370,7 @@ def test_msu_process_docs_keeps_only_its_task():
 
 # -- groups ---------------------------------------------------------------------------------------
 
+
 def test_palm_groups():
     assert TM.resolve(["palm"]) == ["palm_recognition", "palm_captioning", "palm_reasoning"]
     for suffix in STRATEGIES:
@@ -304,14 +380,19 @@ def test_palm_groups():
 
 def test_msu_groups_follow_the_taxonomy():
     assert len(TM.resolve(["msu"])) == 25
-    assert TM.resolve(["msu"]) == [f"msu_{t.id}" for tier in TAXONOMY.tiers
-                                   for cap in TAXONOMY.capabilities if cap.tier == tier.id
-                                   for t in TAXONOMY.tasks_of_capability(cap.id)]
+    assert TM.resolve(["msu"]) == [
+        f"msu_{t.id}"
+        for tier in TAXONOMY.tiers
+        for cap in TAXONOMY.capabilities
+        if cap.tier == tier.id
+        for t in TAXONOMY.tasks_of_capability(cap.id)
+    ]
     assert TM.resolve(["msu_tier4"]) == [f"msu_{t.id}" for t in TAXONOMY.tasks_of_tier("tier4")]
     assert len(TM.resolve(["msu_tier4"])) == 5
     for tier in TAXONOMY.tiers:
-        assert TM.load_group(f"msu_{tier.id}").task == [f"msu_{c.id}" for c in TAXONOMY.capabilities
-                                                         if c.tier == tier.id]
+        assert TM.load_group(f"msu_{tier.id}").task == [
+            f"msu_{c.id}" for c in TAXONOMY.capabilities if c.tier == tier.id
+        ]
         assert sorted(TM.resolve([f"msu_{tier.id}"])) == sorted(f"msu_{t.id}" for t in TAXONOMY.tasks_of_tier(tier.id))
     for cap in TAXONOMY.capabilities:
         assert TM.resolve([f"msu_{cap.id}"]) == [f"msu_{t.id}" for t in TAXONOMY.tasks_of_capability(cap.id)]
@@ -334,6 +415,7 @@ def test_task_hashes_are_distinct():
 
 
 # -- prepare_dataset ------------------------------------------------------------------------------
+
 
 @pytest.fixture(params=["palm", "msu"])
 def prepare(request):
@@ -386,10 +468,12 @@ def test_task_hooks_import_no_benchmark_until_a_build():
     in a fresh process: the harness stays benchmark-free unless a build is asked for."""
     import subprocess
 
-    code = ("import sys\nfrom lalm_eval.tasks import TaskManager\ntm = TaskManager()\n"
-            "for n in ('palm_recognition_hd_cot', 'msu_t1_sr_speaker_counting'):\n"
-            "    t = tm.load_task(n)\n    assert t.hook('prepare_dataset')('owner/x', 'all', None) == 'owner/x'\n"
-            "    t.process_docs([])\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('palm_bench', 'msu_bench')))\n")
+    code = (
+        "import sys\nfrom lalm_eval.tasks import TaskManager\ntm = TaskManager()\n"
+        "for n in ('palm_recognition_hd_cot', 'msu_t1_sr_speaker_counting'):\n"
+        "    t = tm.load_task(n)\n    assert t.hook('prepare_dataset')('owner/x', 'all', None) == 'owner/x'\n"
+        "    t.process_docs([])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('palm_bench', 'msu_bench')))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr

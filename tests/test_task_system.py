@@ -43,6 +43,7 @@ def manager(*paths):
 
 # -- config keys --------------------------------------------------------------------------------
 
+
 def test_unknown_key_names_key_file_and_known_keys(tmp_path):
     f = task_yaml(tmp_path, "t", "doc_to_choise: [a, b]\n")
     with pytest.raises(ConfigError) as e:
@@ -64,13 +65,16 @@ def test_metric_without_aggregation_names_file_and_metric(tmp_path):
         Task.from_yaml(f)
 
 
-@pytest.mark.parametrize("extra, pattern", [
-    ("output_type: multiple_choice\n", r"output_type: 'multiple_choice' is not supported"),
-    ("metadata: {}\n", r"metadata: must be a mapping with a 'version'"),
-    ("doc_to_target: answer\n", r"doc_to_target: 'answer' looks like an lm-eval column name.*\{\{ answer \}\}"),
-    ("doc_to_text: '{{ question '\n", r"doc_to_text: invalid Jinja2 template"),
-    ("process_docs: utils.fn\n", r"process_docs: must be a !function"),
-])
+@pytest.mark.parametrize(
+    "extra, pattern",
+    [
+        ("output_type: multiple_choice\n", r"output_type: 'multiple_choice' is not supported"),
+        ("metadata: {}\n", r"metadata: must be a mapping with a 'version'"),
+        ("doc_to_target: answer\n", r"doc_to_target: 'answer' looks like an lm-eval column name.*\{\{ answer \}\}"),
+        ("doc_to_text: '{{ question '\n", r"doc_to_text: invalid Jinja2 template"),
+        ("process_docs: utils.fn\n", r"process_docs: must be a !function"),
+    ],
+)
 def test_departures_from_lm_eval_are_errors(tmp_path, extra, pattern):
     f = task_yaml(tmp_path, "t", extra)
     with pytest.raises(ConfigError, match=pattern) as e:
@@ -79,16 +83,24 @@ def test_departures_from_lm_eval_are_errors(tmp_path, extra, pattern):
 
 
 def test_group_config_keys(tmp_path):
-    g = GroupConfig.from_dict({"group": "g", "task": ["a", "b"],
-                               "aggregate_metric_list": [{"metric": "acc", "aggregation": "mean", "weight_by_size": True}]})
+    g = GroupConfig.from_dict(
+        {
+            "group": "g",
+            "task": ["a", "b"],
+            "aggregate_metric_list": [{"metric": "acc", "aggregation": "mean", "weight_by_size": True}],
+        }
+    )
     assert g.task == ["a", "b"]
     with pytest.raises(ConfigError, match=r"g\.yaml: unknown group key 'tasks'"):
         GroupConfig.from_dict({"group": "g", "tasks": ["a"]}, "g.yaml")
     with pytest.raises(ConfigError, match="aggregation must be 'mean'"):
-        GroupConfig.from_dict({"group": "g", "task": ["a"], "aggregate_metric_list": [{"metric": "acc", "aggregation": "max"}]})
+        GroupConfig.from_dict(
+            {"group": "g", "task": ["a"], "aggregate_metric_list": [{"metric": "acc", "aggregation": "max"}]}
+        )
 
 
 # -- YAML loading --------------------------------------------------------------------------------
+
 
 def test_a_key_written_twice_is_an_error(tmp_path):
     f = write(tmp_path, "t.yaml", "task: t\n" + BASE + "doc_to_text: '{{ other }}'\n")
@@ -118,8 +130,12 @@ def test_include_cycle_is_an_error(tmp_path):
 def test_function_resolves_to_a_hook_beside_the_yaml(tmp_path):
     write(tmp_path, "utils.py", "def text(doc):\n    return 'Q: ' + doc['question']\n")
     write(tmp_path, "pkg/fmt.py", "def target(doc):\n    return doc['answer'].upper()\n")
-    f = task_yaml(tmp_path, "t", "doc_to_text: !function utils.text\ndoc_to_target: !function pkg.fmt.target\n"
-                                  "hooks:\n  prepare_dataset: !function utils.text\n")
+    f = task_yaml(
+        tmp_path,
+        "t",
+        "doc_to_text: !function utils.text\ndoc_to_target: !function pkg.fmt.target\n"
+        "hooks:\n  prepare_dataset: !function utils.text\n",
+    )
     task = Task.from_yaml(f)
     doc = {"question": "who?", "answer": "alice"}
     assert task.render_text(doc) == "Q: who?" and task.render_target(doc) == "ALICE"
@@ -156,12 +172,17 @@ def test_python_tags_are_refused(tmp_path):
 
 # -- the index -----------------------------------------------------------------------------------
 
+
 def test_groups_and_tags_expand_recursively_in_order(tmp_path):
     for name, tag in [("a", "fam"), ("b", "fam"), ("c", None), ("d", "other")]:
         task_yaml(tmp_path, name, f"tag: [{tag}]\n" if tag else "")
     write(tmp_path, "g_inner.yaml", "group: inner\ntask: [c, fam]\n")
-    write(tmp_path, "g_outer.yaml", "group: outer\ntask: [d, inner, a]\n"
-                                    "aggregate_metric_list: [{metric: exact_match, aggregation: mean, weight_by_size: true}]\n")
+    write(
+        tmp_path,
+        "g_outer.yaml",
+        "group: outer\ntask: [d, inner, a]\n"
+        "aggregate_metric_list: [{metric: exact_match, aggregation: mean, weight_by_size: true}]\n",
+    )
     write(tmp_path, "data.yaml", "- just\n- data\n")  # non-task YAML in a task folder is ignored
     tm = manager(tmp_path)
     assert tm.all_tasks() == ["a", "b", "c", "d"] and tm.all_groups() == ["inner", "outer"]
@@ -217,6 +238,7 @@ def test_indexing_is_lazy_and_does_not_import_hooks(tmp_path):
 
 # -- hash and prompts ----------------------------------------------------------------------------
 
+
 def test_task_hash_follows_config_and_hook_source(tmp_path):
     hook = write(tmp_path, "utils.py", "def text(doc):\n    return doc['question']\n")
     f = task_yaml(tmp_path, "t", "doc_to_text: !function utils.text\n")
@@ -253,11 +275,16 @@ def test_messages_with_two_audios_and_a_description(tmp_path):
 
 
 def test_doc_to_messages_wins(tmp_path):
-    write(tmp_path, "chat.py", "def msgs(doc):\n    return [{'role': 'user', 'content': [{'type': 'audio'}, "
-                               "{'type': 'text', 'text': doc['q']}]}]\n")
+    write(
+        tmp_path,
+        "chat.py",
+        "def msgs(doc):\n    return [{'role': 'user', 'content': [{'type': 'audio'}, "
+        "{'type': 'text', 'text': doc['q']}]}]\n",
+    )
     f = task_yaml(tmp_path, "t", "doc_to_messages: !function chat.msgs\ndoc_to_audio: '{{ audio }}'\n")
     task = Task.from_yaml(f)
     assert task.messages({"q": "hi", "audio": "a.wav"}) == [
-        {"role": "user", "content": [{"type": "audio"}, {"type": "text", "text": "hi"}]}]
+        {"role": "user", "content": [{"type": "audio"}, {"type": "text", "text": "hi"}]}
+    ]
     assert task.audio_of({"audio": "a.wav"}) == ["a.wav"]
     assert isinstance(task.config, TaskConfig)

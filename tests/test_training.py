@@ -35,9 +35,15 @@ def _split(n, offset):
         rows["audio"].append({"bytes": flac(1.0, 200 + 40 * i), "path": None})
         rows["n_speakers"].append(1 + i % 2)
         rows["queried"].append([name])
-    features = datasets.Features({"question": datasets.Value("string"), "answer": datasets.Value("string"),
-                                  "audio": datasets.Audio(sampling_rate=16000), "n_speakers": datasets.Value("int32"),
-                                  "queried": datasets.Sequence(datasets.Value("string"))})
+    features = datasets.Features(
+        {
+            "question": datasets.Value("string"),
+            "answer": datasets.Value("string"),
+            "audio": datasets.Audio(sampling_rate=16000),
+            "n_speakers": datasets.Value("int32"),
+            "queried": datasets.Sequence(datasets.Value("string")),
+        }
+    )
     return datasets.Dataset.from_dict(rows, features=features)
 
 
@@ -70,16 +76,50 @@ metadata: {{version: 1}}
 
 
 def _train(setup, recipe, out, *extra):
-    argv = ["train", "--model", "qwen2_audio", "--model_args", f"pretrained={setup['model']}", "--tasks", "who",
-            "--include_path", str(setup["tasks"]), "--recipe", recipe, "--output_dir", str(out),
-            "--cache_dir", str(setup["cache"]), "--learning_rate", "1e-2", *extra]
+    argv = [
+        "train",
+        "--model",
+        "qwen2_audio",
+        "--model_args",
+        f"pretrained={setup['model']}",
+        "--tasks",
+        "who",
+        "--include_path",
+        str(setup["tasks"]),
+        "--recipe",
+        recipe,
+        "--output_dir",
+        str(out),
+        "--cache_dir",
+        str(setup["cache"]),
+        "--learning_rate",
+        "1e-2",
+        *extra,
+    ]
     return cli_main(argv)
 
 
 def _eval(setup, model_args, out):
-    return cli_main(["--model", "qwen2_audio", "--model_args", f"pretrained={setup['model']},{model_args}".rstrip(","),
-                     "--tasks", "who", "--include_path", str(setup["tasks"]), "--limit", "2", "--batch_size", "2",
-                     "--cache_dir", str(setup["cache"]), "--output_path", str(out)])
+    return cli_main(
+        [
+            "--model",
+            "qwen2_audio",
+            "--model_args",
+            f"pretrained={setup['model']},{model_args}".rstrip(","),
+            "--tasks",
+            "who",
+            "--include_path",
+            str(setup["tasks"]),
+            "--limit",
+            "2",
+            "--batch_size",
+            "2",
+            "--cache_dir",
+            str(setup["cache"]),
+            "--output_path",
+            str(out),
+        ]
+    )
 
 
 def _results(out):
@@ -99,8 +139,11 @@ def test_every_recipe_trains_saves_and_evaluates(setup, recipe, tmp_path):
         setup_model = {**setup, "model": out}
     elif recipe == "prompt_tuning":
         model_args, setup_model = f"soft_prompts={out}", setup
-        assert sorted(p.name for p in (out / "soft_prompts").iterdir()) == ["Alice.safetensors", "Bob.safetensors",
-                                                                            "index.json"]
+        assert sorted(p.name for p in (out / "soft_prompts").iterdir()) == [
+            "Alice.safetensors",
+            "Bob.safetensors",
+            "index.json",
+        ]
     else:
         model_args, setup_model = f"peft={out}", setup
         assert (out / "adapter_model.safetensors").is_file()
@@ -118,8 +161,12 @@ def test_loss_falls_and_resume(setup, tmp_path):
     losses = [p["loss"] for p in json.loads((out / "loss.json").read_text())]
     assert losses[-1] < losses[0] - 0.1, losses  # one example, six steps: it fits
     assert (out / "checkpoints" / "checkpoint-6").is_dir()
-    assert _train(setup, "lora_attn", out, "--max_steps", "8", "--limit", "1", "--save_steps", "3",
-                  "--resume_from_checkpoint") == 0
+    assert (
+        _train(
+            setup, "lora_attn", out, "--max_steps", "8", "--limit", "1", "--save_steps", "3", "--resume_from_checkpoint"
+        )
+        == 0
+    )
     info = json.loads((out / "train_info.json").read_text())
     assert info["resumed_from_step"] == 6 and info["global_step"] == 8  # continued from the last checkpoint
     assert [p["step"] for p in json.loads((out / "loss.json").read_text())] == list(range(1, 9))
@@ -134,8 +181,17 @@ def test_prompt_tuning_changes_only_the_soft_rows(setup, tmp_path):
 
     adapter = build_adapter("qwen2_audio", f"pretrained={setup['model']}", None, str(setup["cache"]))
     before = {k: v.clone() for k, v in adapter.model.state_dict().items()}
-    opts = TrainOptions(tasks=["who"], recipe="prompt_tuning", output_dir=tmp_path / "pt", cache_dir=setup["cache"],
-                        include_path=[str(setup["tasks"])], tokens=4, max_steps=3, learning_rate=1e-1, seed=3)
+    opts = TrainOptions(
+        tasks=["who"],
+        recipe="prompt_tuning",
+        output_dir=tmp_path / "pt",
+        cache_dir=setup["cache"],
+        include_path=[str(setup["tasks"])],
+        tokens=4,
+        max_steps=3,
+        learning_rate=1e-1,
+        seed=3,
+    )
     info = train(adapter, opts)
     after = adapter.model.state_dict()
     assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
@@ -157,9 +213,19 @@ def test_soft_prompt_placement_rule():
     from lalm_eval.training.soft_prompts import SoftPrompts
 
     soft = SoftPrompts({"Ann": torch.zeros(2, 4), "Annabel": torch.ones(2, 4), "李雷": torch.ones(2, 4)}, "<P>", 0)
-    req = Request("t", 0, (), ({"role": "user", "content": [{"type": "audio"}, {"type": "text",
-                                                            "text": "Is Annabel or Ann here? Ann’s voice; Anne."}]},),
-                  {}, subjects=("Ann", "Annabel"))
+    req = Request(
+        "t",
+        0,
+        (),
+        (
+            {
+                "role": "user",
+                "content": [{"type": "audio"}, {"type": "text", "text": "Is Annabel or Ann here? Ann’s voice; Anne."}],
+            },
+        ),
+        {},
+        subjects=("Ann", "Annabel"),
+    )
     text = soft.mark(req).messages[0]["content"][1]["text"]
     assert text == "Is Annabel<P><P> or Ann<P><P> here? Ann<P><P>’s voice; Anne."
     assert soft.mentions(req) == ["Annabel", "Ann", "Ann"]
@@ -172,9 +238,23 @@ def test_soft_prompt_placement_rule():
 def test_bad_input(setup, tmp_path, capsys):
     assert _train(setup, "lora_atn", tmp_path / "x", "--max_steps", "1") == 2
     assert "unknown recipe 'lora_atn'" in capsys.readouterr().err
-    argv = ["train", "--model", "qwen2_audio", "--model_args", f"pretrained={setup['model']}", "--tasks",
-            "who_eval_only", "--include_path", str(setup["tasks"]), "--recipe", "lora_attn", "--output_dir",
-            str(tmp_path / "y"), "--cache_dir", str(setup["cache"])]
+    argv = [
+        "train",
+        "--model",
+        "qwen2_audio",
+        "--model_args",
+        f"pretrained={setup['model']}",
+        "--tasks",
+        "who_eval_only",
+        "--include_path",
+        str(setup["tasks"]),
+        "--recipe",
+        "lora_attn",
+        "--output_dir",
+        str(tmp_path / "y"),
+        "--cache_dir",
+        str(setup["cache"]),
+    ]
     assert cli_main(argv) == 2
     assert "declares no training_split" in capsys.readouterr().err
     # a soft-prompt folder without one of the subjects the requests name: the run fails, naming it

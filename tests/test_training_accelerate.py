@@ -16,12 +16,47 @@ from tests.test_training import setup  # noqa: F401 - the tiny model and a `who`
 
 
 def _launch(setup, recipe, out, port, *extra):
-    cmd = ["accelerate", "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-           "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(port),
-           "-m", "lalm_eval.cli", "train", "--model", "qwen2_audio", "--model_args", f"pretrained={setup['model']}",
-           "--tasks", "who", "--include_path", str(setup["tasks"]), "--recipe", recipe, "--output_dir", str(out),
-           "--cache_dir", str(setup["cache"]), "--learning_rate", "1e-2", "--limit", "4", "--max_steps", "2",
-           "--save_steps", "2", *extra]
+    cmd = [
+        "accelerate",
+        "launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        str(port),
+        "-m",
+        "lalm_eval.cli",
+        "train",
+        "--model",
+        "qwen2_audio",
+        "--model_args",
+        f"pretrained={setup['model']}",
+        "--tasks",
+        "who",
+        "--include_path",
+        str(setup["tasks"]),
+        "--recipe",
+        recipe,
+        "--output_dir",
+        str(out),
+        "--cache_dir",
+        str(setup["cache"]),
+        "--learning_rate",
+        "1e-2",
+        "--limit",
+        "4",
+        "--max_steps",
+        "2",
+        "--save_steps",
+        "2",
+        *extra,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
 
 
@@ -49,9 +84,27 @@ def test_two_cpu_processes_train_disjoint_shards_and_rank0_writes(setup, recipe,
         model_args = f"peft={out}"
         assert (out / "adapter_model.safetensors").is_file()
     ev = tmp_path / "eval"
-    assert cli_main(["--model", "qwen2_audio", "--model_args", f"pretrained={setup['model']},{model_args}",
-                     "--tasks", "who", "--include_path", str(setup["tasks"]), "--limit", "2", "--cache_dir",
-                     str(setup["cache"]), "--output_path", str(ev)]) == 0
+    assert (
+        cli_main(
+            [
+                "--model",
+                "qwen2_audio",
+                "--model_args",
+                f"pretrained={setup['model']},{model_args}",
+                "--tasks",
+                "who",
+                "--include_path",
+                str(setup["tasks"]),
+                "--limit",
+                "2",
+                "--cache_dir",
+                str(setup["cache"]),
+                "--output_path",
+                str(ev),
+            ]
+        )
+        == 0
+    )
     results = json.dumps(json.loads(next(ev.glob("**/results_*.json")).read_text()), default=str)
     assert '"token_f1' in results  # evaluated, with the trained weights in the model identity
     assert ("soft_prompts_hash" if recipe == "prompt_tuning" else "peft_hash") in results
@@ -63,13 +116,19 @@ def test_shard_record_counts_examples_seen_by_several_ranks(monkeypatch):
     from lalm_eval.training.trainer import _seen_by_rank
 
     assert _seen_by_rank([("who", "0"), ("who", "1")], 1) == {
-        "world_size": 1, "examples_seen_per_rank": [2], "distinct_examples_seen": 2,
-        "examples_seen_by_several_ranks": 0}
+        "world_size": 1,
+        "examples_seen_per_rank": [2],
+        "distinct_examples_seen": 2,
+        "examples_seen_by_several_ranks": 0,
+    }
 
     def gather(parts, mine):  # rank 1 saw doc 1 too (as a padded, uneven shard would)
         parts[:] = [mine, [("who", "1"), ("who", "2")]]
 
     monkeypatch.setattr(dist, "all_gather_object", gather)
     assert _seen_by_rank([("who", "0"), ("who", "1")], 2) == {
-        "world_size": 2, "examples_seen_per_rank": [2, 2], "distinct_examples_seen": 3,
-        "examples_seen_by_several_ranks": 1}
+        "world_size": 2,
+        "examples_seen_per_rank": [2, 2],
+        "distinct_examples_seen": 3,
+        "examples_seen_by_several_ranks": 1,
+    }

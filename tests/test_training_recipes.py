@@ -22,21 +22,31 @@ def tiny(request, tmp_path_factory):
     from lalm_eval.models.tiny import make_tiny_model
 
     folder = make_tiny_model(request.param, tmp_path_factory.mktemp(request.param))
-    cls = {"qwen2_audio": transformers.Qwen2AudioForConditionalGeneration,
-           "qwen2_5_omni": transformers.Qwen2_5OmniThinkerForConditionalGeneration}[request.param]
+    cls = {
+        "qwen2_audio": transformers.Qwen2AudioForConditionalGeneration,
+        "qwen2_5_omni": transformers.Qwen2_5OmniThinkerForConditionalGeneration,
+    }[request.param]
     return lambda: cls.from_pretrained(folder)
 
 
 def _lora_modules(model) -> set[str]:
     """The wrapped modules: names of LoRA A weights minus the peft prefix and the adapter suffix."""
-    return {n.removeprefix("base_model.model.").split(".lora_A")[0] for n in trainable_parameters(model)
-            if ".lora_A." in n}
+    return {
+        n.removeprefix("base_model.model.").split(".lora_A")[0] for n in trainable_parameters(model) if ".lora_A." in n
+    }
 
 
 def test_every_recipe_loads_and_cites_the_paper():
     names = available_recipes()
-    assert set(names) >= {"full", "lora_ffn", "lora_attn", "lora_audio_tower", "lora_attn_ffn", "lora_all_linear",
-                          "prompt_tuning"}
+    assert set(names) >= {
+        "full",
+        "lora_ffn",
+        "lora_attn",
+        "lora_audio_tower",
+        "lora_attn_ffn",
+        "lora_all_linear",
+        "prompt_tuning",
+    }
     for name in names:
         recipe = load_recipe(name)
         assert "§5.2" in recipe.citation and recipe.training["learning_rate"] > 0
@@ -45,13 +55,16 @@ def test_every_recipe_loads_and_cites_the_paper():
     assert load_recipe("prompt_tuning", setting="multi_speaker").tokens == 16
 
 
-@pytest.mark.parametrize("placement,check", [
-    ("attn", lambda n: ".language_model." in n and n.rsplit(".", 1)[-1] in LM_ATTN),
-    ("ffn", lambda n: ".language_model." in n and ".mlp." in n and n.rsplit(".", 1)[-1] in LM_FFN),
-    ("attn_ffn", lambda n: ".language_model." in n and n.rsplit(".", 1)[-1] in LM_ATTN + LM_FFN),
-    ("audio_tower", lambda n: ".audio_tower." in n and ".language_model." not in n),
-    ("all_linear", lambda n: ".language_model." in n and "lm_head" not in n),
-])
+@pytest.mark.parametrize(
+    "placement,check",
+    [
+        ("attn", lambda n: ".language_model." in n and n.rsplit(".", 1)[-1] in LM_ATTN),
+        ("ffn", lambda n: ".language_model." in n and ".mlp." in n and n.rsplit(".", 1)[-1] in LM_FFN),
+        ("attn_ffn", lambda n: ".language_model." in n and n.rsplit(".", 1)[-1] in LM_ATTN + LM_FFN),
+        ("audio_tower", lambda n: ".audio_tower." in n and ".language_model." not in n),
+        ("all_linear", lambda n: ".language_model." in n and "lm_head" not in n),
+    ],
+)
 def test_lora_placement_trains_only_its_modules(tiny, placement, check):
     model = apply_recipe(tiny(), load_recipe(f"lora_{placement}"))
     wrapped = _lora_modules(model)
@@ -66,7 +79,9 @@ def test_lora_placement_trains_only_its_modules(tiny, placement, check):
 
 def test_full_and_prompt_tuning(tiny):
     model = tiny()
-    assert set(trainable_parameters(apply_recipe(model, load_recipe("full")))) == {n for n, _ in model.named_parameters()}
+    assert set(trainable_parameters(apply_recipe(model, load_recipe("full")))) == {
+        n for n, _ in model.named_parameters()
+    }
     assert trainable_parameters(apply_recipe(tiny(), load_recipe("prompt_tuning"))) == []
 
 

@@ -31,15 +31,22 @@ def tone(seconds, freq=220.0):
 
 def request(doc, audios, text="Who is speaking?", task="t", **gen):
     content = [{"type": "audio"} for _ in audios] + [{"type": "text", "text": text}]
-    return Request(task, doc, tuple(audios), ({"role": "user", "content": content},),
-                   gen or {"max_new_tokens": 8, "do_sample": False})
+    return Request(
+        task,
+        doc,
+        tuple(audios),
+        ({"role": "user", "content": content},),
+        gen or {"max_new_tokens": 8, "do_sample": False},
+    )
 
 
 # -- gen kwargs → SamplingParams kwargs ---------------------------------------------------------
 
+
 def test_greedy_mapping_and_until():
-    kw = va.sampling_kwargs({"max_gen_toks": 64, "do_sample": False, "temperature": 0.7, "top_p": 0.5,
-                             "until": ["\n\n", "Question:"]})
+    kw = va.sampling_kwargs(
+        {"max_gen_toks": 64, "do_sample": False, "temperature": 0.7, "top_p": 0.5, "until": ["\n\n", "Question:"]}
+    )
     assert kw == {"max_tokens": 64, "temperature": 0.0, "stop": ["\n\n", "Question:"]}
     # an explicit max_new_tokens wins over lm-eval's max_gen_toks (as split_gen_kwargs does)
     assert va.sampling_kwargs({"max_gen_toks": 64, "max_new_tokens": 5})["max_tokens"] == 5
@@ -49,48 +56,101 @@ def test_greedy_mapping_and_until():
 def test_sampling_mapping_uses_transformers_defaults():
     kw = va.sampling_kwargs({"max_new_tokens": 9, "do_sample": True, "seed": 7})
     assert kw == {"max_tokens": 9, "temperature": 1.0, "top_p": 1.0, "top_k": 50, "seed": 7}
-    kw = va.sampling_kwargs({"max_new_tokens": 9, "do_sample": True, "temperature": 0.6, "top_p": 0.9, "top_k": 0,
-                             "min_p": 0.05, "repetition_penalty": 1.2, "min_new_tokens": 2})
-    assert kw == {"max_tokens": 9, "min_tokens": 2, "temperature": 0.6, "top_p": 0.9, "top_k": 0, "min_p": 0.05,
-                  "repetition_penalty": 1.2}
+    kw = va.sampling_kwargs(
+        {
+            "max_new_tokens": 9,
+            "do_sample": True,
+            "temperature": 0.6,
+            "top_p": 0.9,
+            "top_k": 0,
+            "min_p": 0.05,
+            "repetition_penalty": 1.2,
+            "min_new_tokens": 2,
+        }
+    )
+    assert kw == {
+        "max_tokens": 9,
+        "min_tokens": 2,
+        "temperature": 0.6,
+        "top_p": 0.9,
+        "top_k": 0,
+        "min_p": 0.05,
+        "repetition_penalty": 1.2,
+    }
 
 
 def test_generation_config_defaults_sit_under_the_task_kwargs():
-    defaults = {"do_sample": True, "temperature": 0.7, "top_k": 20, "top_p": 0.5, "repetition_penalty": 1.1,
-                "max_new_tokens": 100}
+    defaults = {
+        "do_sample": True,
+        "temperature": 0.7,
+        "top_k": 20,
+        "top_p": 0.5,
+        "repetition_penalty": 1.1,
+        "max_new_tokens": 100,
+    }
     # the task asks for greedy: greedy, but the model's repetition penalty still applies (transformers)
     assert va.sampling_kwargs({"max_new_tokens": 8, "do_sample": False}, defaults) == {
-        "max_tokens": 8, "temperature": 0.0, "repetition_penalty": 1.1}
+        "max_tokens": 8,
+        "temperature": 0.0,
+        "repetition_penalty": 1.1,
+    }
     # the task says nothing about sampling: the model's generation config decides
-    assert va.sampling_kwargs({}, defaults) == {"max_tokens": 100, "temperature": 0.7, "top_p": 0.5, "top_k": 20,
-                                                "repetition_penalty": 1.1}
-    assert va.sampling_kwargs({"max_new_tokens": 3}, {"not_a_sampling_field": 1}) == {"max_tokens": 3,
-                                                                                       "temperature": 0.0}
+    assert va.sampling_kwargs({}, defaults) == {
+        "max_tokens": 100,
+        "temperature": 0.7,
+        "top_p": 0.5,
+        "top_k": 20,
+        "repetition_penalty": 1.1,
+    }
+    assert va.sampling_kwargs({"max_new_tokens": 3}, {"not_a_sampling_field": 1}) == {
+        "max_tokens": 3,
+        "temperature": 0.0,
+    }
 
 
 def test_vllm_native_names_pass_and_entry_stop_tokens_are_added():
-    kw = va.sampling_kwargs({"max_tokens": 4, "stop": "x", "stop_token_ids": [5], "presence_penalty": 0.5,
-                             "frequency_penalty": 0.1, "ignore_eos": True, "num_beams": 1, "use_cache": True},
-                            extra_stop_token_ids=(9,))
-    assert kw == {"max_tokens": 4, "temperature": 0.0, "stop": ["x"], "stop_token_ids": [9, 5],
-                  "presence_penalty": 0.5, "frequency_penalty": 0.1, "ignore_eos": True}
+    kw = va.sampling_kwargs(
+        {
+            "max_tokens": 4,
+            "stop": "x",
+            "stop_token_ids": [5],
+            "presence_penalty": 0.5,
+            "frequency_penalty": 0.1,
+            "ignore_eos": True,
+            "num_beams": 1,
+            "use_cache": True,
+        },
+        extra_stop_token_ids=(9,),
+    )
+    assert kw == {
+        "max_tokens": 4,
+        "temperature": 0.0,
+        "stop": ["x"],
+        "stop_token_ids": [9, 5],
+        "presence_penalty": 0.5,
+        "frequency_penalty": 0.1,
+        "ignore_eos": True,
+    }
 
 
-@pytest.mark.parametrize("gen, needle", [
-    ({"max_new_tokens": 8, "no_repeat_ngram_size": 3}, "'no_repeat_ngram_size'"),
-    ({"max_new_tokens": 8, "typical_p": 0.9, "length_penalty": 1.0}, "'length_penalty', 'typical_p'"),
-    ({"max_new_tokens": 8, "num_beams": 4}, "num_beams=4"),
-    ({"max_new_tokens": 8, "num_return_sequences": 2}, "num_return_sequences=2"),
-    ({"do_sample": False}, "max_new_tokens"),
-    ({"max_new_tokens": "many"}, "'max_new_tokens' must be an integer"),
-    ({"max_new_tokens": 0}, "'max_new_tokens' must be >= 1"),
-    ({"max_new_tokens": 8, "do_sample": True, "temperature": 0}, "temperature > 0"),
-    ({"max_new_tokens": 8, "do_sample": "maybe"}, "'do_sample' must be true or false"),
-    ({"max_new_tokens": 8, "max_tokens": 8}, "'max_tokens' and 'max_new_tokens'"),
-    ({"max_new_tokens": 8, "until": ["a"], "stop": ["b"]}, "'stop' and 'until'"),
-    ({"max_new_tokens": 8, "until": 3}, "'until'"),
-    ({"max_new_tokens": 8, "stop_token_ids": ["x"]}, "'stop_token_ids'"),
-])
+@pytest.mark.parametrize(
+    "gen, needle",
+    [
+        ({"max_new_tokens": 8, "no_repeat_ngram_size": 3}, "'no_repeat_ngram_size'"),
+        ({"max_new_tokens": 8, "typical_p": 0.9, "length_penalty": 1.0}, "'length_penalty', 'typical_p'"),
+        ({"max_new_tokens": 8, "num_beams": 4}, "num_beams=4"),
+        ({"max_new_tokens": 8, "num_return_sequences": 2}, "num_return_sequences=2"),
+        ({"do_sample": False}, "max_new_tokens"),
+        ({"max_new_tokens": "many"}, "'max_new_tokens' must be an integer"),
+        ({"max_new_tokens": 0}, "'max_new_tokens' must be >= 1"),
+        ({"max_new_tokens": 8, "do_sample": True, "temperature": 0}, "temperature > 0"),
+        ({"max_new_tokens": 8, "do_sample": "maybe"}, "'do_sample' must be true or false"),
+        ({"max_new_tokens": 8, "max_tokens": 8}, "'max_tokens' and 'max_new_tokens'"),
+        ({"max_new_tokens": 8, "until": ["a"], "stop": ["b"]}, "'stop' and 'until'"),
+        ({"max_new_tokens": 8, "until": 3}, "'until'"),
+        ({"max_new_tokens": 8, "stop_token_ids": ["x"]}, "'stop_token_ids'"),
+    ],
+)
 def test_unmappable_or_malformed_gen_kwargs_are_named(gen, needle):
     with pytest.raises(ConfigError) as err:
         va.sampling_kwargs(gen, where="task 'palm_x'")
@@ -99,9 +159,11 @@ def test_unmappable_or_malformed_gen_kwargs_are_named(gen, needle):
 
 # -- prompt formats -------------------------------------------------------------------------------
 
-QWEN2_AUDIO_EXAMPLE = ("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
-                       "Audio 1: <|audio_bos|><|AUDIO|><|audio_eos|>\nWhat is recited in the audio?<|im_end|>\n"
-                       "<|im_start|>assistant\n")
+QWEN2_AUDIO_EXAMPLE = (
+    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
+    "Audio 1: <|audio_bos|><|AUDIO|><|audio_eos|>\nWhat is recited in the audio?<|im_end|>\n"
+    "<|im_start|>assistant\n"
+)
 
 
 def msgs(n_audio, text="What is recited in the audio?"):
@@ -133,33 +195,44 @@ def test_formats_match_vllms_examples():
     assert va.render_format(formats["qwen2_audio"], msgs(1)) == QWEN2_AUDIO_EXAMPLE
     assert va.render_format(formats["midashenglm"], msgs(2, "Q")) == (
         "<|im_start|>system\nYou are a helpful language and speech assistant.<|im_end|>\n<|im_start|>user\n"
-        "<|audio_bos|><|AUDIO|><|audio_eos|><|audio_bos|><|AUDIO|><|audio_eos|>Q<|im_end|>\n<|im_start|>assistant\n")
+        "<|audio_bos|><|AUDIO|><|audio_eos|><|audio_bos|><|AUDIO|><|audio_eos|>Q<|im_end|>\n<|im_start|>assistant\n"
+    )
     omni = va.render_format(formats["qwen2_5_omni"], msgs(1, "Q"))
-    assert omni.startswith("<|im_start|>system\nYou are Qwen, a virtual human developed by the Qwen Team, Alibaba "
-                           "Group, capable of perceiving auditory and visual inputs, as well as generating text and "
-                           "speech.<|im_end|>\n")
+    assert omni.startswith(
+        "<|im_start|>system\nYou are Qwen, a virtual human developed by the Qwen Team, Alibaba "
+        "Group, capable of perceiving auditory and visual inputs, as well as generating text and "
+        "speech.<|im_end|>\n"
+    )
     assert omni.endswith("<|im_start|>user\n<|audio_bos|><|AUDIO|><|audio_eos|>\nQ<|im_end|>\n<|im_start|>assistant\n")
     # vllm/model_executor/models/kimi_audio.py get_generation_prompt (text before the audio there)
-    kimi = ({"role": "user", "content": [{"type": "text", "text": "Please transcribe the audio\n"}, {"type": "audio"}]},)
+    kimi = (
+        {"role": "user", "content": [{"type": "text", "text": "Please transcribe the audio\n"}, {"type": "audio"}]},
+    )
     assert va.render_format(formats["kimi_audio"], kimi) == (
         "<|im_kimia_user_msg_start|>Please transcribe the audio\n<|im_media_begin|><|im_kimia_text_blank|>"
-        "<|im_media_end|><|im_msg_end|><|im_kimia_assistant_msg_start|>")
+        "<|im_media_end|><|im_msg_end|><|im_kimia_assistant_msg_start|>"
+    )
     assert formats["kimi_audio"].max_audios == 1 and formats["kimi_audio"].stop_token_ids == (151644,)
     # a system message of the task replaces the default system text
     with_system = ({"role": "system", "content": "Be brief."},) + msgs(1)
     assert va.render_format(formats["qwen2_audio"], with_system).startswith(
-        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nAudio 1:")
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nAudio 1:"
+    )
 
 
 def test_prompt_format_resolution(tmp_path):
     assert va.resolve_prompt_format({"model_type": "qwen2_audio"}).name == "qwen2_audio"
-    assert va.resolve_prompt_format({"model_type": "x", "architectures": ["MoonshotKimiaForCausalLM"]}).name == \
-        "kimi_audio"
+    assert (
+        va.resolve_prompt_format({"model_type": "x", "architectures": ["MoonshotKimiaForCausalLM"]}).name
+        == "kimi_audio"
+    )
     assert va.resolve_prompt_format({"model_type": "x", "architectures": ["Qwen2_5OmniModel"]}).name == "qwen2_5_omni"
     assert va.resolve_prompt_format({"model_type": "qwen2_audio"}, "midashenglm").name == "midashenglm"
     custom = tmp_path / "mine.yaml"
-    custom.write_text("my_model:\n  render: format\n  audio_token: '<a>'\n  format:\n    user_turn: \"U:{content}\\n\"\n"
-                      "    generation_prompt: 'A:'\n    audio: '<a>'\n  source: ours\n")
+    custom.write_text(
+        "my_model:\n  render: format\n  audio_token: '<a>'\n  format:\n    user_turn: \"U:{content}\\n\"\n"
+        "    generation_prompt: 'A:'\n    audio: '<a>'\n  source: ours\n"
+    )
     fmt = va.resolve_prompt_format({"model_type": "nothing"}, str(custom))
     assert va.render_format(fmt, msgs(2, "hi")) == "U:<a><a>hi\nA:"
     with pytest.raises(ConfigError, match="no prompt format for model_type 'nothing'.*prompt_format="):
@@ -177,6 +250,7 @@ def test_prompt_format_resolution(tmp_path):
 
 # -- the adapter against a fake engine ------------------------------------------------------------
 
+
 class FakeTokenizer:
     def decode(self, ids, skip_special_tokens=True):
         return "".join(chr(i) for i in ids if not (skip_special_tokens and i == 0))
@@ -185,8 +259,9 @@ class FakeTokenizer:
 class FakeOutput:
     def __init__(self, request_id, prompt, audios):
         text = f"{len(audios)} audio {sum(len(a) for a, _ in audios)} samples. STOP tail"
-        completion = type("C", (), {"token_ids": [ord(c) for c in text] + [0], "finish_reason": "stop",
-                                    "text": "vLLM's own text"})()
+        completion = type(
+            "C", (), {"token_ids": [ord(c) for c in text] + [0], "finish_reason": "stop", "text": "vLLM's own text"}
+        )()
         self.request_id, self.outputs, self.prompt_token_ids = request_id, [completion], list(range(len(prompt)))
 
 
@@ -226,8 +301,9 @@ class FakeLLM:
 @pytest.fixture
 def fake(monkeypatch, tmp_path):
     """A model folder (config.json only) and the adapter's engine replaced by :class:`FakeLLM`."""
-    (tmp_path / "config.json").write_text(json.dumps({"model_type": "qwen2_audio",
-                                                      "architectures": ["Qwen2AudioForConditionalGeneration"]}))
+    (tmp_path / "config.json").write_text(
+        json.dumps({"model_type": "qwen2_audio", "architectures": ["Qwen2AudioForConditionalGeneration"]})
+    )
     state = {"journal": [], "engines": [], "die": False}
 
     def make_engine(self, **kwargs):
@@ -246,8 +322,11 @@ def fake(monkeypatch, tmp_path):
 def test_registered_and_all_requests_reach_the_engine_before_it_runs(fake):
     assert MODELS.get("vllm") is va.VLLMAdapter
     ad = fake["adapter"](tensor_parallel_size=2, max_model_len=2048, enforce_eager="true")
-    reqs = [request(0, [tone(2.0)]), request(1, [tone(1.0), tone(0.5)], until=["STOP"], max_new_tokens=4),
-            request(2, [tone(3.0)])]
+    reqs = [
+        request(0, [tone(2.0)]),
+        request(1, [tone(1.0), tone(0.5)], until=["STOP"], max_new_tokens=4),
+        request(2, [tone(3.0)]),
+    ]
     out = ad.generate(reqs, batch_size=1)
     journal = fake["journal"]
     assert [j[0] for j in journal] == ["enqueue"] * 3 + ["wait"] and journal[-1] == ("wait", 3)
@@ -341,8 +420,10 @@ def test_engine_death_fails_the_pending_requests_and_restarts(fake):
 
 def test_a_template_that_drops_an_audio_fails_the_request(fake, tmp_path):
     drop = tmp_path / "drop.yaml"
-    drop.write_text("drop:\n  render: format\n  audio_token: '<|AUDIO|>'\n  format:\n    user_turn: 'U:{content}'\n"
-                    "    generation_prompt: 'A:'\n    audio: '(sound)'\n  source: test\n")
+    drop.write_text(
+        "drop:\n  render: format\n  audio_token: '<|AUDIO|>'\n  format:\n    user_turn: 'U:{content}'\n"
+        "    generation_prompt: 'A:'\n    audio: '(sound)'\n  source: test\n"
+    )
     ad = va.VLLMAdapter(fake["dir"], prompt_format=str(drop))
     (out,) = ad.generate([request(0, [tone(1.0)])])
     assert out.failure == "error" and "0 <|AUDIO|> placeholder(s) for 1 audio(s)" in out.error
@@ -369,7 +450,10 @@ def test_model_args_identity_and_missing_vllm(fake, monkeypatch):
     with pytest.raises(ConfigError, match="'pretrained'"):
         va.VLLMAdapter("")
     monkeypatch.setattr(va, "vllm_available", lambda: False)
-    with pytest.raises(ConfigError, match=r"scripts/install_vllm\.sh.*VLLM_PACKAGE=vllm bash scripts/install_vllm\.sh.*doctor --model vllm"):
+    with pytest.raises(
+        ConfigError,
+        match=r"scripts/install_vllm\.sh.*VLLM_PACKAGE=vllm bash scripts/install_vllm\.sh.*doctor --model vllm",
+    ):
         va.VLLMAdapter(fake["dir"])
 
 
@@ -393,8 +477,11 @@ def t64(tmp_path_factory):
 
 
 def _env():
-    return {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2"),
-            "PYTHONPATH": str(ROOT)}
+    return {
+        **os.environ,
+        "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2"),
+        "PYTHONPATH": str(ROOT),
+    }
 
 
 def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -420,9 +507,27 @@ def test_acceptance_cli_vllm_equals_qwen2_audio(t64):
     out = {}
     for model, extra in (("vllm", []), ("qwen2_audio", ["--batch_size", "8"])):
         folder = t64["root"] / f"accept_{model}"
-        _run(LALM_EVAL + ["--model", model, "--model_args", f"pretrained={t64['model']}", "--tasks", "palm_recognition",
-                          "--limit", "32", "--no_cache", "--cache_dir", t64["cache"], "--output_path", str(folder),
-                          "--log_samples", *extra], t64["root"])
+        _run(
+            LALM_EVAL
+            + [
+                "--model",
+                model,
+                "--model_args",
+                f"pretrained={t64['model']}",
+                "--tasks",
+                "palm_recognition",
+                "--limit",
+                "32",
+                "--no_cache",
+                "--cache_dir",
+                t64["cache"],
+                "--output_path",
+                str(folder),
+                "--log_samples",
+                *extra,
+            ],
+            t64["root"],
+        )
         out[model] = _samples(folder, "palm_recognition")
     assert len(out["vllm"]) == len(out["qwen2_audio"]) == 32
     assert all(r["response"] is not None for r in out["vllm"])
@@ -434,10 +539,29 @@ def test_acceptance_cli_vllm_equals_qwen2_audio(t64):
 def test_check_qwen2_audio_vs_vllm(t64):
     if not (ROOT / "lalm_eval" / "check.py").is_file():
         pytest.skip("lalm-eval check is not in this tree")
-    proc = _run(LALM_EVAL + ["check", "--model", "qwen2_audio", "--model_args", f"pretrained={t64['model']}",
-                             "--model_b", "vllm", "--model_args_b", f"pretrained={t64['model']}",
-                             "--tasks", "palm_recognition", "--limit", "16", "--batch_sizes", "1,8",
-                             "--cache_dir", t64["cache"]], t64["root"])
+    proc = _run(
+        LALM_EVAL
+        + [
+            "check",
+            "--model",
+            "qwen2_audio",
+            "--model_args",
+            f"pretrained={t64['model']}",
+            "--model_b",
+            "vllm",
+            "--model_args_b",
+            f"pretrained={t64['model']}",
+            "--tasks",
+            "palm_recognition",
+            "--limit",
+            "16",
+            "--batch_sizes",
+            "1,8",
+            "--cache_dir",
+            t64["cache"],
+        ],
+        t64["root"],
+    )
     assert "| vllm @ batch 1 | palm_recognition | 16/16 (100.0 %) |" in proc.stdout
     assert "| qwen2_audio @ batch 8 | palm_recognition | 16/16 (100.0 %) |" in proc.stdout
 
@@ -456,10 +580,20 @@ def engines(t64):
 @pytest.mark.vllm
 def test_sampling_kwargs_build_real_sampling_params():
     vllm = pytest.importorskip("vllm")
-    for gen in ({"max_new_tokens": 8, "do_sample": False, "until": ["\n"]},
-                {"max_gen_toks": 8, "do_sample": True, "temperature": 0.5, "top_p": 0.9, "top_k": 5, "seed": 3,
-                 "repetition_penalty": 1.1, "min_new_tokens": 1},
-                {"max_tokens": 8, "stop_token_ids": [3], "presence_penalty": 0.2, "frequency_penalty": 0.1}):
+    for gen in (
+        {"max_new_tokens": 8, "do_sample": False, "until": ["\n"]},
+        {
+            "max_gen_toks": 8,
+            "do_sample": True,
+            "temperature": 0.5,
+            "top_p": 0.9,
+            "top_k": 5,
+            "seed": 3,
+            "repetition_penalty": 1.1,
+            "min_new_tokens": 1,
+        },
+        {"max_tokens": 8, "stop_token_ids": [3], "presence_penalty": 0.2, "frequency_penalty": 0.1},
+    ):
         kw = va.sampling_kwargs(gen)
         params = vllm.SamplingParams(**kw)
         for key, value in kw.items():
@@ -479,9 +613,14 @@ def test_multi_audio_enroll_requests_match_hf(engines, t64):
 
 
 @pytest.mark.vllm
-@pytest.mark.parametrize("gen", [{"max_new_tokens": 24, "do_sample": False, "repetition_penalty": 1.3},
-                                 {"max_new_tokens": 24, "do_sample": False, "until": ["s"]}],
-                         ids=["repetition_penalty", "until"])
+@pytest.mark.parametrize(
+    "gen",
+    [
+        {"max_new_tokens": 24, "do_sample": False, "repetition_penalty": 1.3},
+        {"max_new_tokens": 24, "do_sample": False, "until": ["s"]},
+    ],
+    ids=["repetition_penalty", "until"],
+)
 def test_gen_kwargs_decode_as_transformers_does(engines, gen):
     reqs = [request(i, [tone(1.5 + i, 180.0 + 40 * i)], **gen) for i in range(4)]
     ours, theirs = engines["vllm"].generate(reqs), engines["hf"].generate(reqs, batch_size=1)

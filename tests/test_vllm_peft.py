@@ -30,10 +30,12 @@ def _adapter(model_dir, placements, out, seed=0, r=4):
     model = Qwen2AudioForConditionalGeneration.from_pretrained(str(model_dir))
     targets = [n for p in placements if p != "projector" for n in resolve_placement(model, p)]
     if "projector" in placements:
-        targets += [n for n, m in model.named_modules() if "multi_modal_projector" in n
-                    and isinstance(m, torch.nn.Linear)]
-    peft_model = get_peft_model(model, LoraConfig(r=r, lora_alpha=2 * r, target_modules=targets,
-                                                  init_lora_weights=False))
+        targets += [
+            n for n, m in model.named_modules() if "multi_modal_projector" in n and isinstance(m, torch.nn.Linear)
+        ]
+    peft_model = get_peft_model(
+        model, LoraConfig(r=r, lora_alpha=2 * r, target_modules=targets, init_lora_weights=False)
+    )
     peft_model.save_pretrained(str(out))
     return out
 
@@ -44,11 +46,14 @@ def _make(tmp_path_factory, head_dim=None):
     root = tmp_path_factory.mktemp("vllm_peft")
     kw = {"head_dim": head_dim} if head_dim else {}
     model = make_tiny_model("qwen2_audio", root / "tiny", **kw)
-    return {"root": root, "model": str(model),
-            "attn": _adapter(model, ["attn"], root / "lora_attn"),
-            "tower": _adapter(model, ["audio_tower"], root / "lora_tower", seed=1),
-            # the audio tower, the projector and the language model's linear layers
-            "all": _adapter(model, ["audio_tower", "projector", "all_linear"], root / "lora_all", seed=2)}
+    return {
+        "root": root,
+        "model": str(model),
+        "attn": _adapter(model, ["attn"], root / "lora_attn"),
+        "tower": _adapter(model, ["audio_tower"], root / "lora_tower", seed=1),
+        # the audio tower, the projector and the language model's linear layers
+        "all": _adapter(model, ["audio_tower", "projector", "all_linear"], root / "lora_all", seed=2),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -60,11 +65,13 @@ def _request(doc, freq=220.0, text="Who is speaking?"):
     t = np.arange(int(1.5 * SR)) / SR
     audio = (0.3 * np.sin(2 * np.pi * freq * t)).astype(np.float32)
     content = [{"type": "audio"}, {"type": "text", "text": text}]
-    return Request("t", doc, (audio,), ({"role": "user", "content": content},), {"max_new_tokens": 8,
-                                                                                   "do_sample": False})
+    return Request(
+        "t", doc, (audio,), ({"role": "user", "content": content},), {"max_new_tokens": 8, "do_sample": False}
+    )
 
 
 # -- refusals: construct time, before vLLM is imported or found missing -------------------------
+
 
 def test_audio_tower_or_projector_adapter_is_refused_with_the_way_out(tiny, monkeypatch):
     from lalm_eval.training.recipes import peft_components
@@ -84,8 +91,9 @@ def test_audio_tower_or_projector_adapter_is_refused_with_the_way_out(tiny, monk
         assert "merge_peft=true" in msg and "merge_and_unload()" in msg and "pretrained=MERGED" in msg
     with pytest.raises(ConfigError, match=r"multi_modal_projector"):  # the projector alone is refused too
         (tiny["root"] / "proj").mkdir(exist_ok=True)
-        (tiny["root"] / "proj" / "adapter_config.json").write_text(json.dumps(
-            {"peft_type": "LORA", "r": 4, "target_modules": ["multi_modal_projector.linear"]}))
+        (tiny["root"] / "proj" / "adapter_config.json").write_text(
+            json.dumps({"peft_type": "LORA", "r": 4, "target_modules": ["multi_modal_projector.linear"]})
+        )
         va.VLLMAdapter(tiny["model"], peft=str(tiny["root"] / "proj"))
 
 
@@ -112,6 +120,7 @@ def test_soft_prompts_and_bad_peft_args_are_refused(tiny, monkeypatch, tmp_path)
 
 # -- merging, identity, the LoRARequest path (engine replaced) -----------------------------------
 
+
 def test_merged_model_equals_the_peft_model(tiny, tmp_path):
     import torch
 
@@ -127,8 +136,9 @@ def test_merged_model_equals_the_peft_model(tiny, tmp_path):
     base_ad = Qwen2AudioAdapter(tiny["model"], device="cpu")
     inputs = peft_ad.build_inputs(reqs)
     with torch.no_grad():
-        logits = {k: ad.model(**inputs).logits for k, ad in (("peft", peft_ad), ("merged", merged_ad),
-                                                              ("base", base_ad))}
+        logits = {
+            k: ad.model(**inputs).logits for k, ad in (("peft", peft_ad), ("merged", merged_ad), ("base", base_ad))
+        }
     assert torch.allclose(logits["merged"], logits["peft"], atol=1e-4)
     assert (logits["base"] - logits["peft"]).abs().max() > 1e-2  # the adapter does change the model
     assert [r.text for r in merged_ad.generate(reqs)] == [r.text for r in peft_ad.generate(reqs)]
@@ -144,10 +154,15 @@ def test_merge_refuses_weights_for_modules_the_model_lacks(tiny, tmp_path):
     moved = tmp_path / "moved"
     shutil.copytree(tiny["tower"], moved)
     weights = load_file(moved / "adapter_model.safetensors")
-    save_file({k.replace("model.audio_tower.", "model.thinker.audio_tower."): v for k, v in weights.items()},
-              moved / "adapter_model.safetensors")
-    with pytest.raises(ConfigError, match=r"weights for 12 module\(s\) that Qwen2AudioForConditionalGeneration .* "
-                                          r"does not have, e.g. \['model.thinker.audio_tower"):
+    save_file(
+        {k.replace("model.audio_tower.", "model.thinker.audio_tower."): v for k, v in weights.items()},
+        moved / "adapter_model.safetensors",
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"weights for 12 module\(s\) that Qwen2AudioForConditionalGeneration .* "
+        r"does not have, e.g. \['model.thinker.audio_tower",
+    ):
         merge_peft(tiny["model"], str(moved), tmp_path / "merged")
 
 
@@ -189,6 +204,7 @@ def test_language_model_lora_goes_to_vllm_as_a_lora_request_where_vllm_has_lora(
 
 # -- the real engine (.venv-vllm, scripts/test_vllm.sh) ------------------------------------------
 
+
 @pytest.mark.vllm
 def test_vllm_serves_a_merged_adapter_as_the_hf_adapter_applies_it(tmp_path_factory):
     pytest.importorskip("vllm")
@@ -201,8 +217,10 @@ def test_vllm_serves_a_merged_adapter_as_the_hf_adapter_applies_it(tmp_path_fact
     assert not supports_lora(Qwen2AudioForConditionalGeneration)
     t64 = _make(tmp_path_factory, head_dim=64)
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
-    reqs = [_request(i, 180.0 + 70 * i, text) for i, text in
-            enumerate(["Who is speaking?", "Is Alice speaking?", "Describe the voice.", "What is said?"])]
+    reqs = [
+        _request(i, 180.0 + 70 * i, text)
+        for i, text in enumerate(["Who is speaking?", "Is Alice speaking?", "Describe the voice.", "What is said?"])
+    ]
     hf_peft = [r.text for r in Qwen2AudioAdapter(t64["model"], device="cpu", peft=str(t64["all"])).generate(reqs)]
     hf_base = [r.text for r in Qwen2AudioAdapter(t64["model"], device="cpu").generate(reqs)]
     ad = va.VLLMAdapter(t64["model"], peft=str(t64["all"]), merge_peft="true")

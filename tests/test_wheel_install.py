@@ -15,8 +15,12 @@ ROOT = Path(__file__).resolve().parents[1]
 def wheel(tmp_path_factory):
     pytest.importorskip("hatchling")
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out)],
-                   cwd=ROOT, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out)],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
     (whl,) = out.glob("lalm_eval-*.whl")
     return whl
 
@@ -41,24 +45,32 @@ def test_fresh_venv_install_resolves_tasks_and_cards(wheel, tmp_path):
     # packages, not those of a venv that runs the tests.)
     venv.EnvBuilder(with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"
-    inner = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                           capture_output=True, text=True, check=True).stdout.strip()
+    inner = subprocess.run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     parents = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
     Path(inner, "_parent_env.pth").write_text("\n".join(parents) + "\n")
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
-                   check=True, capture_output=True)
-    probe = ("import json, lalm_eval, palm_bench.corpus.embedded as e;"
-             "from lalm_eval.resources import tasks_dir, hub_cards_dir;"
-             "print(json.dumps({'pkg': lalm_eval.__file__, 'tasks': str(tasks_dir()),"
-             "'cards': str(hub_cards_dir()), 'n': len(e.load_embedded_corpus().utterances)}))")
+    subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True, capture_output=True
+    )
+    probe = (
+        "import json, lalm_eval, palm_bench.corpus.embedded as e;"
+        "from lalm_eval.resources import tasks_dir, hub_cards_dir;"
+        "print(json.dumps({'pkg': lalm_eval.__file__, 'tasks': str(tasks_dir()),"
+        "'cards': str(hub_cards_dir()), 'n': len(e.load_embedded_corpus().utterances)}))"
+    )
     out = subprocess.run([str(py), "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True)
     got = json.loads(out.stdout)
     assert got["pkg"].startswith(str(env_dir))
     assert got["tasks"].startswith(str(env_dir)) and Path(got["tasks"], "README.md").is_file()
     assert got["cards"].startswith(str(env_dir)) and Path(got["cards"], "README.md").is_file()
     assert got["n"] >= 500
-    cli = subprocess.run([str(env_dir / "bin" / "lalm-eval"), "paths"], cwd=tmp_path,
-                         capture_output=True, text=True, check=True)
+    cli = subprocess.run(
+        [str(env_dir / "bin" / "lalm-eval"), "paths"], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
     assert json.loads(cli.stdout)["tasks"] == got["tasks"]
 
 

@@ -40,8 +40,14 @@ def render_one(path: Path) -> dict:
     write_audio(DATA / rel, mix, TARGET_SR)
     decoded, sr = read_audio(DATA / rel, target_sr=None)
     speakers = {k: {**v, "voice_recipe": palette()[v["voice"]]["recipe"]} for k, v in script["speakers"].items()}
-    return {**script, "speakers": speakers, "turns": turns, "audio": rel.as_posix(),
-            "duration": round(len(decoded) / sr, 3), "sampling_rate": sr}
+    return {
+        **script,
+        "speakers": speakers,
+        "turns": turns,
+        "audio": rel.as_posix(),
+        "duration": round(len(decoded) / sr, 3),
+        "sampling_rate": sr,
+    }
 
 
 def main(argv=None) -> int:
@@ -58,11 +64,17 @@ def main(argv=None) -> int:
     with ThreadPoolExecutor(args.jobs) as pool:
         fresh = {r["id"]: r for r in pool.map(render_one, todo)}
     records = [fresh.get(p.stem) or old[p.stem] for p in paths if p.stem in fresh or p.stem in old]
-    manifest_path.write_text("".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records),
-                             encoding="utf-8")
+    manifest_path.write_text(
+        "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records), encoding="utf-8"
+    )
     bad = [(r["id"], r["duration"]) for r in records if not 60 <= r["duration"] <= 120]
-    info = {"format": "ogg/opus 16 kHz mono", "engines": engine_versions(), "n_conversations": len(records),
-            "durations": {r["id"]: r["duration"] for r in records}, "outside_60_120_s": bad}
+    info = {
+        "format": "ogg/opus 16 kHz mono",
+        "engines": engine_versions(),
+        "n_conversations": len(records),
+        "durations": {r["id"]: r["duration"] for r in records},
+        "outside_60_120_s": bad,
+    }
     (DATA / "render_info.json").write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     for r in records:
         print(f"{r['id']}: {r['duration']:6.1f} s, {len(r['speakers'])} speakers, {len(r['turns'])} turns")

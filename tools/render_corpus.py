@@ -92,20 +92,32 @@ def main(argv=None) -> int:
         decoded, sr = read_audio(args.out / rel, target_sr=None)
         recipe, parent = voices[sid]
         voice = recipe.to_dict() | ({"derived_from": parent} if parent else {})
-        lines.append({"id": uid, "speaker": sid, "language": speakers[sid].language, "text": text,
-                      "duration": round(len(decoded) / sr, 3), "audio": rel.as_posix(),
-                      "sampling_rate": sr, "voice": voice})
+        lines.append(
+            {
+                "id": uid,
+                "speaker": sid,
+                "language": speakers[sid].language,
+                "text": text,
+                "duration": round(len(decoded) / sr, 3),
+                "audio": rel.as_posix(),
+                "sampling_rate": sr,
+                "voice": voice,
+            }
+        )
     manifest = "".join(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n" for rec in lines)
     (args.out / "manifest.jsonl").write_text(manifest, encoding="utf-8")
     import soundfile
 
-    info = {"format": "ogg/opus 16 kHz mono (libsndfile default bitrate)",
-            "libsndfile": soundfile.__libsndfile_version__, "engines": engine_versions(),
-            "n_utterances": len(lines), "duration_bounds_s": [args.min_s, args.max_s],
-            "skipped": skipped}
+    info = {
+        "format": "ogg/opus 16 kHz mono (libsndfile default bitrate)",
+        "libsndfile": soundfile.__libsndfile_version__,
+        "engines": engine_versions(),
+        "n_utterances": len(lines),
+        "duration_bounds_s": [args.min_s, args.max_s],
+        "skipped": skipped,
+    }
     (args.out / "render_info.json").write_text(json.dumps(info, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {len(lines)} clips to {args.out}; skipped {len(skipped)} outside "
-          f"[{args.min_s}, {args.max_s}] s")
+    print(f"wrote {len(lines)} clips to {args.out}; skipped {len(skipped)} outside [{args.min_s}, {args.max_s}] s")
     for s in skipped:
         print(f"  skipped {s['id']} ({s['duration']} s): {s['text']}")
     return 0

@@ -48,9 +48,16 @@ from lalm_eval.audio.speaker import get_speaker_encoder  # noqa: E402
 from lalm_eval.audio.tts import VoiceRecipe, synthesize  # noqa: E402
 
 NEGATIVES = ROOT / "palm_bench" / "corpus" / "source" / "negatives.yaml"
-VARIANTS = ["", *(f"+f{i}" for i in range(1, 6)), *(f"+m{i}" for i in range(1, 8)), *(
-    "+" + v for v in "Annie Andy klatt Alicia Linda Steph Michael Max Zac Gene John Lee Mike Denis "
-    "Auntie Belinda anika Jacky Quincy Robert Paul grandpa Edward".split())]
+VARIANTS = [
+    "",
+    *(f"+f{i}" for i in range(1, 6)),
+    *(f"+m{i}" for i in range(1, 8)),
+    *(
+        "+" + v
+        for v in "Annie Andy klatt Alicia Linda Steph Michael Max Zac Gene John Lee Mike Denis "
+        "Auntie Belinda anika Jacky Quincy Robert Paul grandpa Edward".split()
+    ),
+]
 EN_ESPEAK = ("en-us", "en-gb", "en-gb-scotland", "en-029", "en-gb-x-rp")
 ZH_ESPEAK = "cmn-latn-pinyin"  # reads Hanzi; plain `cmn` does not
 SLOTS = {"en": {"F": 6, "M": 6}, "zh": {"F": 3, "M": 3}}
@@ -66,16 +73,17 @@ def candidates(lang: str) -> list[tuple[VoiceRecipe, bool]]:
     """(recipe, derived) pairs of one language: engine voices, then the derived extra female voices."""
     if lang == "zh":
         base = [espeak(ZH_ESPEAK + v) for v in VARIANTS]
-        derived = [espeak(ZH_ESPEAK + v, pitch_cents=c)
-                   for v in ("+m1", "+Andy", "+klatt", "+Jacky", "+Michael") for c in (500, 700)]
-        derived += [espeak(ZH_ESPEAK + v, pitch=p)
-                    for v in ("+f3", "+f1", "+Alicia", "+f4", "+f5") for p in (20, 85)]
+        derived = [
+            espeak(ZH_ESPEAK + v, pitch_cents=c)
+            for v in ("+m1", "+Andy", "+klatt", "+Jacky", "+Michael")
+            for c in (500, 700)
+        ]
+        derived += [espeak(ZH_ESPEAK + v, pitch=p) for v in ("+f3", "+f1", "+Alicia", "+f4", "+f5") for p in (20, 85)]
     else:
         base = [{"engine": "flite", "voice": v} for v in ("kal", "awb", "rms", "slt")]
         base += [{"engine": "festival", "voice": v} for v in ("ked_diphone", "cmu_us_slt_arctic_hts")]
         base += [espeak(b + v) for b in EN_ESPEAK for v in VARIANTS]
-        derived = [{"engine": "flite", "voice": v, "pitch_cents": c}
-                   for v in ("rms", "kal", "awb") for c in (500, 700)]
+        derived = [{"engine": "flite", "voice": v, "pitch_cents": c} for v in ("rms", "kal", "awb") for c in (500, 700)]
         derived += [{"engine": "festival", "voice": "ked_diphone", "pitch_cents": c} for c in (500, 700)]
         derived += [{"engine": "flite", "voice": "slt", "pitch_cents": c} for c in (-250, 250)]
         derived += [espeak(v, pitch=p) for v in ("en-us+f2", "en-gb+f3", "en-029+f5", "en-us+f4") for p in (20, 85)]
@@ -114,12 +122,21 @@ def survey(langs: list[str], jobs: int, cache_dir: str | None) -> dict:
     cent /= np.linalg.norm(cent, axis=1, keepdims=True)
     intra = [float(((e @ e.T).sum() - np.trace(e @ e.T)) / (len(e) * (len(e) - 1))) for e in embs]
     f0 = [f for _, f in results]
-    gender = [None if np.isnan(f) else "F" if derived or f > FEMALE_F0_HZ else "M"
-              for f, (_, _, derived) in zip(f0, cands)]
-    return {"encoder": encoder.name, "texts": texts, "recipes": [c[1] for c in cands],
-            "names": [c[1].describe() for c in cands], "lang": [c[0] for c in cands], "f0": f0,
-            "derived": [c[2] for c in cands], "gender": gender,
-            "intra": np.array(intra), "cos": cent @ cent.T}
+    gender = [
+        None if np.isnan(f) else "F" if derived or f > FEMALE_F0_HZ else "M" for f, (_, _, derived) in zip(f0, cands)
+    ]
+    return {
+        "encoder": encoder.name,
+        "texts": texts,
+        "recipes": [c[1] for c in cands],
+        "names": [c[1].describe() for c in cands],
+        "lang": [c[0] for c in cands],
+        "f0": f0,
+        "derived": [c[2] for c in cands],
+        "gender": gender,
+        "intra": np.array(intra),
+        "cos": cent @ cent.T,
+    }
 
 
 def screen(data: dict) -> dict[int, str]:
@@ -138,12 +155,16 @@ def screen(data: dict) -> dict[int, str]:
 
 def best(slot: tuple[str, str], others: list[int], pool: list[int], data: dict) -> int:
     """The candidate for ``slot`` with the lowest criterion given the ``others``."""
-    eligible = [i for i in pool if (data["lang"][i], data["gender"][i]) == slot and i not in others
-                and data["names"][i] not in NOT_SUBJECTS]
+    eligible = [
+        i
+        for i in pool
+        if (data["lang"][i], data["gender"][i]) == slot and i not in others and data["names"][i] not in NOT_SUBJECTS
+    ]
     if not eligible:
         raise SystemExit(f"no candidate left for slot {slot}")
-    return min(eligible, key=lambda i: max((data["cos"][i, j] for j in others), default=0.0)
-               - INTRA_WEIGHT * data["intra"][i])
+    return min(
+        eligible, key=lambda i: max((data["cos"][i, j] for j in others), default=0.0) - INTRA_WEIGHT * data["intra"][i]
+    )
 
 
 def select(slots: list[tuple[str, str]], pool: list[int], data: dict) -> list[int]:
@@ -153,7 +174,7 @@ def select(slots: list[tuple[str, str]], pool: list[int], data: dict) -> list[in
         sel.append(best(slot, sel, pool, data))
     for _ in range(SWEEPS):
         for k, slot in enumerate(slots):
-            sel[k] = best(slot, sel[:k] + sel[k + 1:], pool, data)
+            sel[k] = best(slot, sel[:k] + sel[k + 1 :], pool, data)
     return sel
 
 
@@ -176,13 +197,15 @@ def report(sel: list[int], pool: list[int], data: dict) -> None:
     print(f"\nselected subjects:\n{'lang':4} g {'recipe':50} {'F0':>4} {'within':>6}  nearest subject (cosine)")
     for i in sel:
         j, c = nearest(i, sel, data)
-        print(f"{lang[i]:4} {gender[i]} {names[i]:50} {data['f0'][i]:4.0f} {data['intra'][i]:6.3f}  "
-              f"{names[j]} ({c:.3f})")
+        print(
+            f"{lang[i]:4} {gender[i]} {names[i]:50} {data['f0'][i]:4.0f} {data['intra'][i]:6.3f}  {names[j]} ({c:.3f})"
+        )
     for note in shared_variants(sel, data):
         print(f"note: espeak variant {note} is shared across languages")
     for slot in dict.fromkeys((lang[i], gender[i]) for i in sel):
-        rest = sorted((i for i in pool if (lang[i], gender[i]) == slot and i not in sel),
-                      key=lambda i: -nearest(i, sel, data)[1])
+        rest = sorted(
+            (i for i in pool if (lang[i], gender[i]) == slot and i not in sel), key=lambda i: -nearest(i, sel, data)[1]
+        )
         print(f"\nremaining {slot} candidates by highest cosine to a subject:")
         for i in rest:
             j, c = nearest(i, sel, data)
@@ -192,16 +215,31 @@ def report(sel: list[int], pool: list[int], data: dict) -> None:
 def write_json(path: Path, sel: list[int], dropped: dict[int, str], data: dict) -> None:
     def cand(i: int) -> dict:
         f0 = data["f0"][i]
-        return {"name": data["names"][i], "language": data["lang"][i], "recipe": data["recipes"][i].to_dict(),
-                "f0_hz": None if np.isnan(f0) else round(f0, 1), "gender": data["gender"][i],
-                "derived": data["derived"][i],
-                "within_cos": round(float(data["intra"][i]), 4), "dropped": dropped.get(i)}
+        return {
+            "name": data["names"][i],
+            "language": data["lang"][i],
+            "recipe": data["recipes"][i].to_dict(),
+            "f0_hz": None if np.isnan(f0) else round(f0, 1),
+            "gender": data["gender"][i],
+            "derived": data["derived"][i],
+            "within_cos": round(float(data["intra"][i]), 4),
+            "dropped": dropped.get(i),
+        }
 
-    out = {"encoder": data["encoder"], "texts": data["texts"],
-           "selection": [{**cand(i), "nearest": data["names"][nearest(i, sel, data)[0]],
-                          "nearest_cos": round(nearest(i, sel, data)[1], 4)} for i in sel],
-           "candidates": [cand(i) for i in range(len(data["names"]))],
-           "centroid_cos": np.round(data["cos"], 4).tolist()}
+    out = {
+        "encoder": data["encoder"],
+        "texts": data["texts"],
+        "selection": [
+            {
+                **cand(i),
+                "nearest": data["names"][nearest(i, sel, data)[0]],
+                "nearest_cos": round(nearest(i, sel, data)[1], 4),
+            }
+            for i in sel
+        ],
+        "candidates": [cand(i) for i in range(len(data["names"]))],
+        "centroid_cos": np.round(data["cos"], 4).tolist(),
+    }
     path.write_text(json.dumps(out, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
 
 

@@ -123,8 +123,11 @@ class Augmentation:
         return self.speed in (None, 1.0) and self.noise is None and self.reverb is None
 
     def to_dict(self) -> dict:
-        return {"speed": self.speed, "noise": dict(self.noise) if self.noise else None,
-                "reverb": dict(self.reverb) if self.reverb else None}
+        return {
+            "speed": self.speed,
+            "noise": dict(self.noise) if self.noise else None,
+            "reverb": dict(self.reverb) if self.reverb else None,
+        }
 
     @classmethod
     def from_dict(cls, data: dict) -> Augmentation:
@@ -150,15 +153,22 @@ def sample_augmentation(cfg: AugmentationConfig, rng: np.random.Generator) -> Au
     noise_on, noise_idx = rng.random() < cfg.noise_prob, int(rng.integers(len(cfg.noise_kinds)))
     snr_db, noise_seed = round(float(rng.uniform(*cfg.snr_db_range)), 2), int(rng.integers(_SEED_HIGH))
     reverb_on, reverb_idx = rng.random() < cfg.reverb_prob, int(rng.integers(len(cfg.reverb_kinds)))
-    rt60, delay, decay = (round(float(rng.uniform(*r)), 3)
-                          for r in (cfg.rt60_range, cfg.echo_delay_range, cfg.echo_decay_range))
+    rt60, delay, decay = (
+        round(float(rng.uniform(*r)), 3) for r in (cfg.rt60_range, cfg.echo_delay_range, cfg.echo_decay_range)
+    )
     reverb_seed = int(rng.integers(_SEED_HIGH))
     noise = {"kind": cfg.noise_kinds[noise_idx], "snr_db": snr_db, "seed": noise_seed}
     kind = cfg.reverb_kinds[reverb_idx]
-    reverb = ({"kind": "rir", "rt60": rt60, "seed": reverb_seed} if kind == "rir"
-              else {"kind": "echo", "delay": delay, "decay": decay, "seed": reverb_seed})
-    return Augmentation(speed=cfg.speed_factors[speed_idx] if speed_on else None,
-                        noise=noise if noise_on else None, reverb=reverb if reverb_on else None)
+    reverb = (
+        {"kind": "rir", "rt60": rt60, "seed": reverb_seed}
+        if kind == "rir"
+        else {"kind": "echo", "delay": delay, "decay": decay, "seed": reverb_seed}
+    )
+    return Augmentation(
+        speed=cfg.speed_factors[speed_idx] if speed_on else None,
+        noise=noise if noise_on else None,
+        reverb=reverb if reverb_on else None,
+    )
 
 
 def speed_perturb(audio: np.ndarray, sr: int, factor: float) -> np.ndarray:

@@ -61,8 +61,9 @@ def read_audio(source, target_sr: int | None = TARGET_SR) -> tuple[np.ndarray, i
     return audio, int(sr)
 
 
-def read_audio_span(path, start_s: float, duration_s: float, target_sr: int | None = TARGET_SR, *,
-                    clamp: bool = False) -> tuple[np.ndarray, int]:
+def read_audio_span(
+    path, start_s: float, duration_s: float, target_sr: int | None = TARGET_SR, *, clamp: bool = False
+) -> tuple[np.ndarray, int]:
     """``duration_s`` seconds of ``path`` from ``start_s``, float32 mono, decoding only those frames
     (``soundfile`` seek + read: a 2-minute segment of a multi-hour session costs 2 minutes).
 
@@ -90,8 +91,9 @@ def read_audio_span(path, start_s: float, duration_s: float, target_sr: int | No
             else:
                 bad = start_s < 0 or duration_s <= 0 or first >= total or first + count > total + round(0.01 * sr)
             if bad:
-                raise AudioError(f"{name}: span {start_s:.3f}+{duration_s:.3f} s lies outside the file "
-                                 f"({total / sr:.3f} s long)")
+                raise AudioError(
+                    f"{name}: span {start_s:.3f}+{duration_s:.3f} s lies outside the file ({total / sr:.3f} s long)"
+                )
             handle.seek(first)
             audio = handle.read(min(count, total - first), dtype="float32", always_2d=False)
     except (sf.LibsndfileError, RuntimeError, TypeError) as exc:
@@ -140,21 +142,22 @@ def fix_ogg_serial(data: bytes, serial: int = OGG_SERIAL) -> bytes:
     out = bytearray(data)
     pos = 0
     while pos < len(out):
-        if out[pos:pos + 4] != b"OggS":
+        if out[pos : pos + 4] != b"OggS":
             raise AudioError(f"not an Ogg page at byte {pos}")
         n_segments = out[pos + 26]
         header_len = 27 + n_segments
-        page_len = header_len + sum(out[pos + 27:pos + header_len])
-        out[pos + 14:pos + 18] = serial.to_bytes(4, "little")
-        out[pos + 22:pos + 26] = b"\0\0\0\0"
-        crc = _ogg_crc(bytes(out[pos:pos + page_len]))
-        out[pos + 22:pos + 26] = crc.to_bytes(4, "little")
+        page_len = header_len + sum(out[pos + 27 : pos + header_len])
+        out[pos + 14 : pos + 18] = serial.to_bytes(4, "little")
+        out[pos + 22 : pos + 26] = b"\0\0\0\0"
+        crc = _ogg_crc(bytes(out[pos : pos + page_len]))
+        out[pos + 22 : pos + 26] = crc.to_bytes(4, "little")
         pos += page_len
     return bytes(out)
 
 
-def write_audio(path: str | Path, audio: np.ndarray, sr: int = TARGET_SR,
-                compression_level: float | None = None) -> Path:
+def write_audio(
+    path: str | Path, audio: np.ndarray, sr: int = TARGET_SR, compression_level: float | None = None
+) -> Path:
     """Write mono float audio; the format follows the suffix (.wav, .flac, .opus, .ogg).
 
     The bytes are a function of the samples alone (Ogg serials are fixed), so writing the same
@@ -170,16 +173,18 @@ def write_audio(path: str | Path, audio: np.ndarray, sr: int = TARGET_SR,
     return path
 
 
-def encode_audio(audio: np.ndarray, sr: int = TARGET_SR, fmt: str = "flac",
-                 compression_level: float | None = None) -> bytes:
+def encode_audio(
+    audio: np.ndarray, sr: int = TARGET_SR, fmt: str = "flac", compression_level: float | None = None
+) -> bytes:
     """Encode mono float audio to bytes, deterministically (``fmt``: wav, flac, opus, ogg)."""
     if "." + fmt not in _FORMATS:
         raise AudioError(f"unsupported audio format {fmt!r}; use one of {sorted(f[1:] for f in _FORMATS)}")
     fmt_name, subtype = _FORMATS["." + fmt]
     kwargs = {} if compression_level is None else {"compression_level": compression_level}
     buf = io.BytesIO()
-    sf.write(buf, np.clip(np.asarray(audio, dtype=np.float32), -1.0, 1.0), sr,
-             format=fmt_name, subtype=subtype, **kwargs)
+    sf.write(
+        buf, np.clip(np.asarray(audio, dtype=np.float32), -1.0, 1.0), sr, format=fmt_name, subtype=subtype, **kwargs
+    )
     data = buf.getvalue()
     return fix_ogg_serial(data) if fmt_name == "OGG" else data
 
@@ -201,10 +206,20 @@ def audio_hash(audio: np.ndarray, sr: int) -> str:
 # The torchcodec release built for each torch minor (torchcodec 0.N pairs with torch 2.N here);
 # PyPI's torchcodec 0.14+ are CUDA builds that cannot load beside a CPU torch.
 TORCHCODEC_FOR_TORCH = {"2.13": "0.13.0"}
-FFMPEG_DEBIAN_PACKAGES = ("libavutil57", "libavcodec59", "libavformat59", "libavdevice59", "libavfilter8",
-                          "libswscale6", "libswresample4")
-FFMPEG_FIX = ("install FFmpeg's shared libraries: apt-get install --no-install-recommends "
-              + " ".join(FFMPEG_DEBIAN_PACKAGES) + " (or: apt-get install ffmpeg)")
+FFMPEG_DEBIAN_PACKAGES = (
+    "libavutil57",
+    "libavcodec59",
+    "libavformat59",
+    "libavdevice59",
+    "libavfilter8",
+    "libswscale6",
+    "libswresample4",
+)
+FFMPEG_FIX = (
+    "install FFmpeg's shared libraries: apt-get install --no-install-recommends "
+    + " ".join(FFMPEG_DEBIAN_PACKAGES)
+    + " (or: apt-get install ffmpeg)"
+)
 _CUDA_MARKERS = ("libnvrtc", "libcudart", "libcuda.so", "libc10_cuda", "libcublas", "libnvidia", "libnpp")
 
 
@@ -243,8 +258,10 @@ def _round_trip() -> str:
     AudioEncoder(tone, sample_rate=TARGET_SR).to_file_like(buf, format="wav")
     back = AudioDecoder(buf.getvalue()).get_all_samples()
     if int(back.sample_rate) != TARGET_SR or back.data.shape[-1] != TARGET_SR:
-        raise RuntimeError(f"round trip gave {back.data.shape[-1]} samples at {back.sample_rate} Hz, "
-                           f"expected {TARGET_SR} at {TARGET_SR} Hz")
+        raise RuntimeError(
+            f"round trip gave {back.data.shape[-1]} samples at {back.sample_rate} Hz, "
+            f"expected {TARGET_SR} at {TARGET_SR} Hz"
+        )
     if float((back.data - tone).abs().max()) > 1e-3:
         raise RuntimeError("round trip changed the samples")
     return str(getattr(torchcodec, "__version__", "?"))
@@ -259,8 +276,13 @@ def _installed_version(dist: str) -> str | None:
         return None
 
 
-def diagnose_codec_failure(exc: BaseException, torch_version: str, torch_cpu: bool,
-                           torchcodec_version: str | None, ffmpeg_found: bool | None = None) -> str:
+def diagnose_codec_failure(
+    exc: BaseException,
+    torch_version: str,
+    torch_cpu: bool,
+    torchcodec_version: str | None,
+    ffmpeg_found: bool | None = None,
+) -> str:
     """The cause and the fix of a torchcodec failure, as one message for the user."""
     chain, e = [], exc
     while e is not None and len(chain) < 8:
@@ -274,8 +296,10 @@ def diagnose_codec_failure(exc: BaseException, torch_version: str, torch_cpu: bo
         cause = "torchcodec is not installed"
         fix = f"pip install {_quoted(pin)}"
     elif torch_cpu and any(m in text for m in _CUDA_MARKERS):
-        cause = (f"{tc} is a CUDA build and cannot load beside the CPU torch {torch_version} "
-                 "(PyPI's torchcodec 0.14+ need CUDA libraries)")
+        cause = (
+            f"{tc} is a CUDA build and cannot load beside the CPU torch {torch_version} "
+            "(PyPI's torchcodec 0.14+ need CUDA libraries)"
+        )
         fix = f"pip install {_quoted(pin)}"
     elif "libav" in text or "FFmpeg" in text or ffmpeg_found is False:
         cause = f"{tc} cannot load FFmpeg's shared libraries (libavutil, libavcodec, ...)"
@@ -286,9 +310,11 @@ def diagnose_codec_failure(exc: BaseException, torch_version: str, torch_cpu: bo
     else:
         cause = f"{tc} fails beside the {build} torch {torch_version}"
         fix = f"pip install {_quoted(pin)}; if that does not help, {FFMPEG_FIX}"
-    return (f"audio decoding through torchcodec (datasets' Audio feature) does not work: {cause}. "
-            f"Fix: {fix}. `lalm-eval doctor` checks the whole stack. Underlying error: {chain[0]}"
-            + (f" (caused by {chain[-1]})" if len(chain) > 1 else ""))
+    return (
+        f"audio decoding through torchcodec (datasets' Audio feature) does not work: {cause}. "
+        f"Fix: {fix}. `lalm-eval doctor` checks the whole stack. Underlying error: {chain[0]}"
+        + (f" (caused by {chain[-1]})" if len(chain) > 1 else "")
+    )
 
 
 def _ffmpeg_found() -> bool:
@@ -309,8 +335,12 @@ def codec_status(refresh: bool = False) -> tuple[bool, str]:
             _CODEC_STATE["status"] = (True, f"torchcodec {version}: 1 s WAV encode/decode round trip ok")
         except Exception as exc:  # noqa: BLE001 - OSError, RuntimeError, ImportError: all diagnosed
             torch_version, torch_cpu = _torch_info()
-            _CODEC_STATE["status"] = (False, diagnose_codec_failure(
-                exc, torch_version, torch_cpu, _installed_version("torchcodec"), _ffmpeg_found()))
+            _CODEC_STATE["status"] = (
+                False,
+                diagnose_codec_failure(
+                    exc, torch_version, torch_cpu, _installed_version("torchcodec"), _ffmpeg_found()
+                ),
+            )
     return _CODEC_STATE["status"]
 
 

@@ -48,7 +48,7 @@ class SpeakerEncoder(abc.ABC):
         out: list[np.ndarray | None] = [self._lookup(k) for k in keys]
         missing = [i for i, e in enumerate(out) if e is None]
         for start in range(0, len(missing), self.batch_size):
-            chunk = missing[start:start + self.batch_size]
+            chunk = missing[start : start + self.batch_size]
             embs = np.asarray(self._embed_batch([clips[i] for i in chunk]), dtype=np.float32)
             embs /= np.maximum(np.linalg.norm(embs, axis=1, keepdims=True), 1e-12)
             self.n_computed += len(chunk)

@@ -24,8 +24,7 @@ class ResemblyzerEncoder(SpeakerEncoder):
     name = "resemblyzer-ge2e"
     dim = 256
 
-    def __init__(self, device: str = "cpu", cache_dir=None, batch_size: int = 64,
-                 max_partials_per_forward: int = 512):
+    def __init__(self, device: str = "cpu", cache_dir=None, batch_size: int = 64, max_partials_per_forward: int = 512):
         super().__init__(cache_dir=cache_dir, batch_size=batch_size)
         import torch
         from resemblyzer import VoiceEncoder
@@ -53,11 +52,11 @@ class ResemblyzerEncoder(SpeakerEncoder):
         outs = []
         with self._torch.no_grad():
             for start in range(0, len(stacked), self.max_partials):
-                mels = self._torch.from_numpy(stacked[start:start + self.max_partials]).to(self.model.device)
+                mels = self._torch.from_numpy(stacked[start : start + self.max_partials]).to(self.model.device)
                 outs.append(self.model(mels).cpu().numpy())
         partial_embs = np.concatenate(outs)
         bounds = np.cumsum([0] + counts)
-        means = [partial_embs[bounds[i]:bounds[i + 1]].mean(axis=0) for i in range(len(audios))]
+        means = [partial_embs[bounds[i] : bounds[i + 1]].mean(axis=0) for i in range(len(audios))]
         return np.stack(means)
 
 
@@ -71,8 +70,14 @@ class EcapaEncoder(SpeakerEncoder):
 
     dim = 192
 
-    def __init__(self, source: str = "speechbrain/spkrec-ecapa-voxceleb", device: str = "cpu",
-                 savedir: str | None = None, cache_dir=None, batch_size: int = 32):
+    def __init__(
+        self,
+        source: str = "speechbrain/spkrec-ecapa-voxceleb",
+        device: str = "cpu",
+        savedir: str | None = None,
+        cache_dir=None,
+        batch_size: int = 32,
+    ):
         self.name = "ecapa-" + Path(str(source).rstrip("/")).name
         super().__init__(cache_dir=cache_dir, batch_size=batch_size)
         try:
@@ -84,8 +89,7 @@ class EcapaEncoder(SpeakerEncoder):
                 "pip install 'lalm-eval[ecapa]' (see README: torchaudio needs a matching torch)"
             ) from exc
         self._torch = torch
-        self.model = EncoderClassifier.from_hparams(
-            source=str(source), savedir=savedir, run_opts={"device": device})
+        self.model = EncoderClassifier.from_hparams(source=str(source), savedir=savedir, run_opts={"device": device})
 
     def _embed_batch(self, audios: list[np.ndarray]) -> np.ndarray:
         torch = self._torch

@@ -128,8 +128,12 @@ def synthesize(text: str, recipe: VoiceRecipe) -> np.ndarray:
 def engine_versions() -> dict[str, str]:
     """Versions of the installed engines (recorded by render scripts for reproducibility)."""
     versions = {}
-    probes = {"espeak-ng": ["espeak-ng", "--version"], "flite": ["flite", "--version"],
-              "festival": ["festival", "--version"], "sox": ["sox", "--version"]}
+    probes = {
+        "espeak-ng": ["espeak-ng", "--version"],
+        "flite": ["flite", "--version"],
+        "festival": ["festival", "--version"],
+        "sox": ["sox", "--version"],
+    }
     for name, cmd in probes.items():
         if shutil.which(cmd[0]) is None:
             versions[name] = "not installed"

@@ -15,8 +15,20 @@ import importlib
 # ``lalm_eval.hub.readers`` (corpus readers, ``corpus-info``) does not load datasets,
 # huggingface_hub and Jinja2 through this package.
 _WHERE = {
-    **dict.fromkeys(["CARD_NAME", "CardError", "check_card", "configs_yaml_block", "feature_rows", "front_matter",
-                     "render_card", "validate_card", "write_card"], "card"),
+    **dict.fromkeys(
+        [
+            "CARD_NAME",
+            "CardError",
+            "check_card",
+            "configs_yaml_block",
+            "feature_rows",
+            "front_matter",
+            "render_card",
+            "validate_card",
+            "write_card",
+        ],
+        "card",
+    ),
     **dict.fromkeys(["export_dataset_dict", "file_sha256", "write_split"], "parquet"),
     **dict.fromkeys(["PushReport", "push_folder", "upload_files"], "push"),
 }

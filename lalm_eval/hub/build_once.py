@@ -35,8 +35,9 @@ def build_once(out: Path, config: dict, run_build: Callable[[Path], None]) -> Pa
         try:
             run_build(tmp)
             if not _is_built(tmp, config):
-                raise DataError(tmp / "build_info.json", "the build finished without recording the requested "
-                                "config", field="config")
+                raise DataError(
+                    tmp / "build_info.json", "the build finished without recording the requested config", field="config"
+                )
             if out.exists():  # a stale build (other config, or interrupted before build_info.json)
                 log.warning("replacing %s: it was built with another config", out)
                 shutil.rmtree(out)

@@ -55,4 +55,3 @@ class BenchBuilder(datasets.GeneratorBasedBuilder):
         if self._plan is None:
             self._plan = self.make_plan()
         return self._plan
-

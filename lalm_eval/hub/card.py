@@ -48,8 +48,9 @@ def configs_yaml_block(files: dict[str, dict[str, list[str]]], default_config: s
         entry: dict = {"config_name": name}
         if name == default:
             entry["default"] = True
-        entry["data_files"] = [{"split": split, "path": paths[0] if len(paths) == 1 else list(paths)}
-                               for split, paths in splits.items()]
+        entry["data_files"] = [
+            {"split": split, "path": paths[0] if len(paths) == 1 else list(paths)} for split, paths in splits.items()
+        ]
         block.append(entry)
     return block
 
@@ -78,8 +79,7 @@ def dataset_info_block(files: dict[str, dict[str, list[str]]], root) -> list[dic
     return block
 
 
-def front_matter(files: dict[str, dict[str, list[str]]], default_config: str | None = None, root=None,
-                 **extra) -> str:
+def front_matter(files: dict[str, dict[str, list[str]]], default_config: str | None = None, root=None, **extra) -> str:
     """YAML text of the front matter (``extra`` keys such as ``license`` first, then ``configs``,
     then — with ``root``, the folder the paths are relative to — ``dataset_info``), ready to pass
     to :func:`render_card` as ``configs_yaml``."""
@@ -91,6 +91,7 @@ def front_matter(files: dict[str, dict[str, list[str]]], default_config: str | N
 
 def feature_rows(features: datasets.Features) -> list[dict]:
     """``[{name, type}]`` for a card's features table (``Audio`` shows its sampling rate)."""
+
     def describe(feature) -> str:
         if isinstance(feature, datasets.Audio):
             return f"Audio ({feature.sampling_rate} Hz)" if feature.sampling_rate else "Audio"
@@ -180,13 +181,19 @@ def _card_problems(out_dir: Path) -> list[tuple[str | None, str]]:
             if not isinstance(rel, str) or not rel:
                 problems.append((where, "missing path"))
                 continue
-            matches = (sorted(glob.glob(str(out_dir / rel), recursive=True))
-                       if any(ch in rel for ch in _GLOB_CHARS) else [str(out_dir / rel)])
+            matches = (
+                sorted(glob.glob(str(out_dir / rel), recursive=True))
+                if any(ch in rel for ch in _GLOB_CHARS)
+                else [str(out_dir / rel)]
+            )
             found = [m for m in matches if Path(m).is_file()]
             if not found:
                 problems.append((where, f"{rel!r} not found in {out_dir}"))
-            problems.extend((where, f"{Path(m).relative_to(out_dir).as_posix()!r} is empty")
-                            for m in found if Path(m).stat().st_size == 0)
+            problems.extend(
+                (where, f"{Path(m).relative_to(out_dir).as_posix()!r} is empty")
+                for m in found
+                if Path(m).stat().st_size == 0
+            )
     if defaults > 1:
         problems.append(("configs", f"{defaults} configs are marked default: true (at most one)"))
     return problems
@@ -209,8 +216,6 @@ def check_card(out_dir) -> Path:
     if problems:
         (field, message), rest = problems[0], problems[1:]
         if rest:
-            message += f" (and {len(rest)} more: " + "; ".join(
-                (f"{f}: {m}" if f else m) for f, m in rest) + ")"
-        raise CardError(out_dir / CARD_NAME, message, field=field,
-                        problems=[_format(f, m) for f, m in problems])
+            message += f" (and {len(rest)} more: " + "; ".join((f"{f}: {m}" if f else m) for f, m in rest) + ")"
+        raise CardError(out_dir / CARD_NAME, message, field=field, problems=[_format(f, m) for f, m in problems])
     return out_dir / CARD_NAME

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import datasets
 
@@ -20,8 +20,13 @@ from lalm_eval.hub.card import write_card
 from lalm_eval.hub.parquet import export_dataset_dict, file_sha256
 
 
-def export_builders(make_builder: Callable[[str, str], datasets.DatasetBuilder], configs: list[str],
-                    out_dir: Path, consume: Callable[[dict], object] | None = None, num_proc: int | None = None):
+def export_builders(
+    make_builder: Callable[[str, str], datasets.DatasetBuilder],
+    configs: list[str],
+    out_dir: Path,
+    consume: Callable[[dict], object] | None = None,
+    num_proc: int | None = None,
+):
     """``make_builder(config, cache_dir)`` for each config → Parquet in ``out_dir``.
 
     ``num_proc`` > 1 generates each split in that many processes (``datasets`` shards the list
@@ -55,16 +60,19 @@ def check_num_proc(num_proc) -> None:
 def with_union_config(files: dict, name: str = "all") -> dict:
     """``files`` plus a config ``name`` whose splits are the union of every config's shards."""
     splits = sorted({split for cfg in files.values() for split in cfg})
-    return {**files, name: {split: sorted(p for cfg in files.values() for p in cfg.get(split, []))
-                            for split in splits}}
+    return {**files, name: {split: sorted(p for cfg in files.values() for p in cfg.get(split, [])) for split in splits}}
 
 
 def finish_folder(out_dir: Path, card_text: str, info: dict) -> dict:
     """Write the card and ``build_info.json`` (``info`` + shard hashes and sizes); return it."""
     write_card(out_dir, card_text)
     shards = sorted(Path(out_dir).glob("*/*.parquet"))
-    info = {**info, "parquet_bytes": sum(p.stat().st_size for p in shards),
-            "shards": {p.relative_to(out_dir).as_posix(): file_sha256(p) for p in shards}}
-    (Path(out_dir) / "build_info.json").write_text(json.dumps(info, ensure_ascii=False, indent=2) + "\n",
-                                                   encoding="utf-8")
+    info = {
+        **info,
+        "parquet_bytes": sum(p.stat().st_size for p in shards),
+        "shards": {p.relative_to(out_dir).as_posix(): file_sha256(p) for p in shards},
+    }
+    (Path(out_dir) / "build_info.json").write_text(
+        json.dumps(info, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
+    )
     return info

@@ -63,8 +63,9 @@ def write_split(
     _check_name("config", config_name)
     _check_name("split", split)
     if rows_per_row_group < 1 or max_shard_bytes < 1:
-        raise ConfigError(f"rows_per_row_group ({rows_per_row_group}) and max_shard_bytes "
-                          f"({max_shard_bytes}) must be positive")
+        raise ConfigError(
+            f"rows_per_row_group ({rows_per_row_group}) and max_shard_bytes ({max_shard_bytes}) must be positive"
+        )
     folder = Path(out_dir) / config_name
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob(f"{split}-*-of-*.parquet"):

@@ -22,8 +22,19 @@ from lalm_eval.judges.base import JUDGES, Judge, JudgeItem, JudgeResult, count_f
 from lalm_eval.judges.cache import JudgeCache
 from lalm_eval.llm.base import TextLLM
 
-__all__ = ["JUDGES", "CACHE_FILE", "Judge", "JudgeCache", "JudgeItem", "JudgeResult", "count_failures",
-           "judge_llm_from_spec", "judge_presets", "make_judge", "parse_judge_spec"]
+__all__ = [
+    "JUDGES",
+    "CACHE_FILE",
+    "Judge",
+    "JudgeCache",
+    "JudgeItem",
+    "JudgeResult",
+    "count_failures",
+    "judge_llm_from_spec",
+    "judge_presets",
+    "make_judge",
+    "parse_judge_spec",
+]
 
 CACHE_FILE = "judge_cache.sqlite"  # the file make_judge keeps in its cache_dir
 #: options whose values stay the literal text (never read as YAML: "model=2024-05-13" is a name)
@@ -36,8 +47,11 @@ def judge_presets() -> dict[str, dict]:
     """``{name: {"backend", "options", "description"}}`` from ``presets.yaml``."""
     data = yaml.safe_load(PRESETS_FILE.read_text(encoding="utf-8")) or {}
     for name, preset in data.items():
-        if not isinstance(preset, dict) or not isinstance(preset.get("backend"), str) \
-                or not isinstance(preset.get("options", {}), dict):
+        if (
+            not isinstance(preset, dict)
+            or not isinstance(preset.get("backend"), str)
+            or not isinstance(preset.get("options", {}), dict)
+        ):
             raise ConfigError(f"{PRESETS_FILE}: preset {name!r} needs a 'backend' and an 'options' mapping")
     return data
 
@@ -49,8 +63,10 @@ def parse_judge_spec(spec: str) -> tuple[str, dict]:
     from lalm_eval.cli_support import parse_key_values
 
     if not isinstance(spec, str) or not spec.strip():
-        raise ConfigError("judge spec must look like BACKEND[:key=value,...], e.g. "
-                          "openai:model=gpt-4o-mini,base_url=http://127.0.0.1:8000/v1")
+        raise ConfigError(
+            "judge spec must look like BACKEND[:key=value,...], e.g. "
+            "openai:model=gpt-4o-mini,base_url=http://127.0.0.1:8000/v1"
+        )
     backend, _, rest = spec.strip().partition(":")
     backend = backend.strip()
     if not backend or "=" in backend:

@@ -25,10 +25,11 @@ from __future__ import annotations
 import abc
 import hashlib
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import ClassVar, Iterable
+from typing import ClassVar
 
 from lalm_eval.errors import ConfigError
 from lalm_eval.judges.cache import JudgeCache, judge_key
@@ -71,8 +72,13 @@ class JudgeResult:
 def _env():
     import jinja2
 
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(PROMPTS_DIR)), undefined=jinja2.StrictUndefined,
-                              trim_blocks=True, lstrip_blocks=True, autoescape=False)
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(PROMPTS_DIR)),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
 
 
 class Judge(abc.ABC):
@@ -110,8 +116,12 @@ class Judge(abc.ABC):
     @property
     def settings(self) -> dict:
         """What to record next to the scores: judge, prompt version and hash, the LLM's settings."""
-        return {"judge": self.name, "prompt_version": self.prompt_version, "prompt_sha256": self.prompt_sha256,
-                **self.llm.settings}
+        return {
+            "judge": self.name,
+            "prompt_version": self.prompt_version,
+            "prompt_sha256": self.prompt_sha256,
+            **self.llm.settings,
+        }
 
     def _module(self, item: JudgeItem):
         import jinja2
@@ -120,9 +130,19 @@ class Judge(abc.ABC):
         if missing:
             raise ConfigError(f"judge {self.name}: item context lacks {missing} (question {item.question[:80]!r})")
         try:
-            return _env().get_template(self.template).make_module({
-                "question": item.question, "reference": item.reference, "response": item.response,
-                "language": item.language, "context": item.context})
+            return (
+                _env()
+                .get_template(self.template)
+                .make_module(
+                    {
+                        "question": item.question,
+                        "reference": item.reference,
+                        "response": item.response,
+                        "language": item.language,
+                        "context": item.context,
+                    }
+                )
+            )
         except jinja2.UndefinedError as exc:
             raise ConfigError(f"judge {self.name}: prompts/{self.template}: {exc}") from None
 
@@ -160,12 +180,18 @@ class Judge(abc.ABC):
                 results[i] = hits[key]
             else:
                 pending.setdefault(key, []).append(i)
-        stats = {"items": len(items), "cached": len(items) - sum(map(len, pending.values())),
-                 "asked": len(pending), "llm_calls": 0, "retried": 0, "failed": 0}
+        stats = {
+            "items": len(items),
+            "cached": len(items) - sum(map(len, pending.values())),
+            "asked": len(pending),
+            "llm_calls": 0,
+            "retried": 0,
+            "failed": 0,
+        }
         self.last_stats = stats
         order = list(pending)
         for start in range(0, len(order), self.chunk_size):
-            chunk = order[start:start + self.chunk_size]
+            chunk = order[start : start + self.chunk_size]
             firsts = [pending[key][0] for key in chunk]
             verdicts = self._judge_chunk([items[i] for i in firsts], [chats[i] for i in firsts], stats)
             if self.cache is not None:
@@ -196,13 +222,20 @@ class Judge(abc.ABC):
             except (LLMError, ReplyInvalid) as exc:
                 again.append((i, reply, str(exc)))
         if len(replies) > 1 and all(isinstance(r, LLMError) for r in replies):
-            raise LLMError(f"judge {self.name}: all {len(replies)} judge calls of a chunk failed "
-                           f"(is the judge server up?); first: {replies[0]}")
+            raise LLMError(
+                f"judge {self.name}: all {len(replies)} judge calls of a chunk failed "
+                f"(is the judge server up?); first: {replies[0]}"
+            )
         if again:
             stats["retried"] += len(again)
-            retry_chats = [chats[i] + [{"role": "assistant", "content": reply},
-                                       {"role": "user", "content": self.retry_message(items[i], why)}]
-                           for i, reply, why in again]
+            retry_chats = [
+                chats[i]
+                + [
+                    {"role": "assistant", "content": reply},
+                    {"role": "user", "content": self.retry_message(items[i], why)},
+                ]
+                for i, reply, why in again
+            ]
             for (i, first, why), reply in zip(again, self._ask(retry_chats, stats)):
                 seen = {"replies": [first[:_REPLY_SNIPPET]]}
                 if isinstance(reply, LLMError):
@@ -223,8 +256,16 @@ def count_failures(results: Iterable[JudgeResult]) -> int:
 
 # ---- validation helpers shared by the judges ----------------------------------------------------
 
-def number(reply: dict, key: str, *, allowed: tuple[float, ...] | None = None, lo: float | None = None,
-           hi: float | None = None, integer: bool = False) -> float:
+
+def number(
+    reply: dict,
+    key: str,
+    *,
+    allowed: tuple[float, ...] | None = None,
+    lo: float | None = None,
+    hi: float | None = None,
+    integer: bool = False,
+) -> float:
     """``reply[key]`` as a finite number (not a bool, not a string) in the allowed set / range."""
     if key not in reply:
         raise ReplyInvalid(f"missing key {key!r}", key)

@@ -17,7 +17,8 @@ import hashlib
 import json
 import math
 import time
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from lalm_eval.errors import ConfigError
 from lalm_eval.sqlite_store import SqliteStore
@@ -27,8 +28,21 @@ if TYPE_CHECKING:
 
 KEY_VERSION = 1  # bump when the key's recipe changes, so old entries are never served
 #: the judge-LLM settings that enter a verdict's key (those present in ``llm.settings``)
-OUTPUT_SETTINGS = ("backend", "model", "weights", "temperature", "max_tokens", "dtype", "top_p", "seed",
-                   "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty")
+OUTPUT_SETTINGS = (
+    "backend",
+    "model",
+    "weights",
+    "temperature",
+    "max_tokens",
+    "dtype",
+    "top_p",
+    "seed",
+    "top_k",
+    "min_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "repetition_penalty",
+)
 
 
 def _canonical(value) -> str:
@@ -45,8 +59,13 @@ def output_settings(llm_settings: dict) -> dict:
 
 def judge_key(judge: str, prompt_version: str, messages, llm_settings: dict) -> str:
     """SHA-256 hex digest of judge name, prompt version, rendered messages and output settings."""
-    payload = {"v": KEY_VERSION, "judge": judge, "prompt_version": prompt_version,
-               "messages": messages, "llm": output_settings(llm_settings)}
+    payload = {
+        "v": KEY_VERSION,
+        "judge": judge,
+        "prompt_version": prompt_version,
+        "messages": messages,
+        "llm": output_settings(llm_settings),
+    }
     return hashlib.sha256(_canonical(payload).encode("utf-8")).hexdigest()
 
 
@@ -56,14 +75,16 @@ class JudgeCache(SqliteStore):
     TABLE, KIND = "verdicts", "judge cache"
     COLUMNS = (("judge", "TEXT"), ("score", "REAL"), ("detail", "TEXT"), ("created", "REAL"))
 
-    def get_many(self, keys: Iterable[str]) -> dict[str, "JudgeResult"]:
+    def get_many(self, keys: Iterable[str]) -> dict[str, JudgeResult]:
         """The stored verdicts among ``keys`` (``cached=True``); absent keys are missing."""
         from lalm_eval.judges.base import JudgeResult
 
-        return {key: JudgeResult(score=score, detail=json.loads(detail), cached=True)
-                for key, score, detail in self._select(keys, ["score", "detail"])}
+        return {
+            key: JudgeResult(score=score, detail=json.loads(detail), cached=True)
+            for key, score, detail in self._select(keys, ["score", "detail"])
+        }
 
-    def put_many(self, items: Iterable[tuple[str, "JudgeResult", str]]) -> int:
+    def put_many(self, items: Iterable[tuple[str, JudgeResult, str]]) -> int:
         """Store the successful verdicts among ``(key, result, judge_name)`` and commit at once.
 
         Results with an ``error`` are skipped (so they are asked again next run). Returns how

@@ -37,14 +37,18 @@ class MsuJudge(Judge):
         if not isinstance(subs, list) or not subs:
             raise ReplyInvalid("'sub_questions' must be a non-empty list", "sub_questions")
         if (qtype == "single") != (len(subs) == 1):
-            raise ReplyInvalid(f"question_type {qtype!r} needs {'exactly one' if qtype == 'single' else 'two or more'}"
-                               f" entries in 'sub_questions', got {len(subs)}", "sub_questions")
+            raise ReplyInvalid(
+                f"question_type {qtype!r} needs {'exactly one' if qtype == 'single' else 'two or more'}"
+                f" entries in 'sub_questions', got {len(subs)}",
+                "sub_questions",
+            )
         parsed_subs = []
         for sub in subs:
             if not isinstance(sub, dict):
-                raise ReplyInvalid("each sub-question must be an object {\"question\", \"score\"}", "sub_questions")
-            parsed_subs.append({"question": text(sub, "question"),
-                                "score": number(sub, "score", allowed=(0.0, 0.5, 1.0))})
+                raise ReplyInvalid('each sub-question must be an object {"question", "score"}', "sub_questions")
+            parsed_subs.append(
+                {"question": text(sub, "question"), "score": number(sub, "score", allowed=(0.0, 0.5, 1.0))}
+            )
         dims = {d: number(reply, d, lo=0, hi=5, integer=True) for d in DIMENSIONS}
         causal = reply.get("causal_question")
         if not isinstance(causal, bool):
@@ -55,8 +59,14 @@ class MsuJudge(Judge):
         mean = sum(s["score"] for s in parsed_subs) / len(parsed_subs)
         if overall > mean + _OVERALL_SLACK:
             raise ReplyInvalid(f"overall {overall:g} must not exceed the mean sub-question score {mean:g}", "overall")
-        detail = {"question_type": qtype, "sub_questions": parsed_subs, **dims, "causal_question": causal,
-                  "overall": overall, "comment": text(reply, "comment")}
+        detail = {
+            "question_type": qtype,
+            "sub_questions": parsed_subs,
+            **dims,
+            "causal_question": causal,
+            "overall": overall,
+            "comment": text(reply, "comment"),
+        }
         return overall, detail
 
 

@@ -33,6 +33,7 @@ def ask_text(llm: TextLLM, prompts: dict, validate: Callable, what: str) -> dict
     paper's prompt transcribed as printed): ``validate(key, text)`` gets the prompt's key and the
     reply without its thinking trace (:func:`~lalm_eval.llm.base.strip_thinking`) and returns the
     value or raises :class:`ReplyInvalid`."""
+
     def parse(key, reply: str):
         text = strip_thinking(reply)
         if not text:
@@ -54,12 +55,17 @@ def _ask(llm: TextLLM, prompts: dict, validate: Callable, what: str) -> dict:
             results[key] = validate(key, reply)
         except (LLMError, ReplyInvalid) as exc:
             failed.append(key)
-            chats[key] = chats[key] + [{"role": "assistant", "content": reply},
-                                       {"role": "user", "content": str(prompts[key].retry(str(exc))).strip()}]
+            chats[key] = chats[key] + [
+                {"role": "assistant", "content": reply},
+                {"role": "user", "content": str(prompts[key].retry(str(exc))).strip()},
+            ]
     for key, reply in zip(failed, llm.complete([chats[key] for key in failed]) if failed else []):
         try:
             results[key] = validate(key, reply)
         except (LLMError, ReplyInvalid) as exc:
-            raise DataError(f"{what} {key}", f"invalid LLM reply after one retry: {exc}; "
-                            f"reply began {reply[:200]!r}", field=getattr(exc, "field", None)) from None
+            raise DataError(
+                f"{what} {key}",
+                f"invalid LLM reply after one retry: {exc}; reply began {reply[:200]!r}",
+                field=getattr(exc, "field", None),
+            ) from None
     return {key: results[key] for key in ids}

@@ -30,13 +30,11 @@ class TextLLM(abc.ABC):
     """
 
     @abc.abstractmethod
-    def complete(self, batch: list[Messages], **settings: Any) -> list[str]:
-        ...
+    def complete(self, batch: list[Messages], **settings: Any) -> list[str]: ...
 
     @property
     @abc.abstractmethod
-    def settings(self) -> dict:
-        ...
+    def settings(self) -> dict: ...
 
     def complete_each(self, batch: list[Messages], **settings: Any) -> list[str | LLMError]:
         """Like :meth:`complete`, but a chat whose call failed gives its :class:`LLMError` in its
@@ -65,8 +63,11 @@ def check_batch(batch: list[Messages]) -> None:
         if not isinstance(chat, list) or not chat:
             raise ConfigError(f"batch[{i}] must be a non-empty list of messages")
         for j, msg in enumerate(chat):
-            if (not isinstance(msg, dict) or not isinstance(msg.get("role"), str)
-                    or not isinstance(msg.get("content"), str)):
+            if (
+                not isinstance(msg, dict)
+                or not isinstance(msg.get("role"), str)
+                or not isinstance(msg.get("content"), str)
+            ):
                 raise ConfigError(f"batch[{i}][{j}] must be a dict with string 'role' and 'content'")
 
 
@@ -86,10 +87,13 @@ _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\r?\n(.*?)```", re.DOTALL)
 #: DeepSeek-R1, QwQ), ``<thinking>`` / ``<thought>`` / ``<reasoning>`` (prompted traces, Gemma-style
 #: servers), ``<seed:think>`` (Seed-OSS), ``[THINK]`` (Magistral), ``<|begin_of_thought|>``
 #: (OpenThoughts-style)
-_TRACE_TAGS = [(re.escape(f"<{t}>"), re.escape(f"</{t}>")) for t in ("think", "thinking", "thought", "reasoning",
-                                                                   "seed:think")]
-_TRACE_TAGS += [(re.escape("[THINK]"), re.escape("[/THINK]")),
-                (re.escape("<|begin_of_thought|>"), re.escape("<|end_of_thought|>"))]
+_TRACE_TAGS = [
+    (re.escape(f"<{t}>"), re.escape(f"</{t}>")) for t in ("think", "thinking", "thought", "reasoning", "seed:think")
+]
+_TRACE_TAGS += [
+    (re.escape("[THINK]"), re.escape("[/THINK]")),
+    (re.escape("<|begin_of_thought|>"), re.escape("<|end_of_thought|>")),
+]
 _TRACE_BLOCK = re.compile("|".join(f"{o}.*?{c}" for o, c in _TRACE_TAGS), re.DOTALL | re.IGNORECASE)
 _TRACE_OPEN = re.compile("|".join(o for o, _ in _TRACE_TAGS), re.IGNORECASE)
 _TRACE_CLOSE = re.compile("|".join(c for _, c in _TRACE_TAGS), re.IGNORECASE)
@@ -110,10 +114,10 @@ def strip_thinking(text: str) -> str:
     text = _TRACE_BLOCK.sub("", text)
     closes = list(_TRACE_CLOSE.finditer(text))
     if closes:  # an orphan closing tag: the reply began inside the trace
-        text = text[closes[-1].end():]
+        text = text[closes[-1].end() :]
     opened = _TRACE_OPEN.search(text)
     if opened:  # a trace that never closed
-        text = text[:opened.start()]
+        text = text[: opened.start()]
     return text.strip()
 
 
@@ -126,8 +130,9 @@ def parse_json_reply(text: str) -> dict:
         raise LLMError(f"LLM reply is not text but {type(text).__name__}")
     raw, text = text, strip_thinking(text)
     if not text and raw.strip():
-        raise LLMError(f"LLM reply is only a thinking trace, no answer after it (was max_tokens too small?): "
-                       f"{raw[:200]!r}")
+        raise LLMError(
+            f"LLM reply is only a thinking trace, no answer after it (was max_tokens too small?): {raw[:200]!r}"
+        )
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     decoder = json.JSONDecoder()
     for candidate in candidates:

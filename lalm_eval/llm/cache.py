@@ -22,9 +22,23 @@ from lalm_eval.sqlite_store import SqliteStore
 
 KEY_VERSION = 1
 #: the settings of the inner LLM that enter a reply's key (those present)
-OUTPUT_SETTINGS = ("backend", "model", "weights", "pretrained", "temperature", "max_tokens", "max_new_tokens",
-                   "dtype", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty",
-                   "repetition_penalty", "seed")
+OUTPUT_SETTINGS = (
+    "backend",
+    "model",
+    "weights",
+    "pretrained",
+    "temperature",
+    "max_tokens",
+    "max_new_tokens",
+    "dtype",
+    "top_p",
+    "top_k",
+    "min_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "repetition_penalty",
+    "seed",
+)
 
 
 class ReplyCache(SqliteStore):
@@ -40,8 +54,12 @@ class ReplyCache(SqliteStore):
 
 
 def reply_key(chat: Messages, llm_settings: dict, call_settings: dict) -> str:
-    payload = {"v": KEY_VERSION, "chat": chat, "call": call_settings,
-               "llm": {k: llm_settings[k] for k in OUTPUT_SETTINGS if k in llm_settings}}
+    payload = {
+        "v": KEY_VERSION,
+        "chat": chat,
+        "call": call_settings,
+        "llm": {k: llm_settings[k] for k in OUTPUT_SETTINGS if k in llm_settings},
+    }
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -30,8 +30,7 @@ log = logging.getLogger(__name__)
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 #: decoding options sent (and recorded in :attr:`OpenAIChatLLM.settings`) only when set; ``top_k``,
 #: ``min_p`` and ``repetition_penalty`` are vLLM / SGLang extensions of the protocol
-DECODING_OPTIONS = ("top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty",
-                    "seed")
+DECODING_OPTIONS = ("top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty", "seed")
 _RETRY_STATUS = {429, 500, 502, 503, 504}
 
 
@@ -40,25 +39,48 @@ class _Retryable(Exception):
 
 
 class OpenAIChatLLM(TextLLM):
-    def __init__(self, model: str, base_url: str = "http://127.0.0.1:8000/v1", api_key: str | None = None,
-                 temperature: float = 0.0, max_tokens: int = 1024, timeout: float = 60,
-                 max_retries: int = 3, concurrency: int = 4, retry_delay: float = 1.0,
-                 top_p: float | None = None, top_k: int | None = None, min_p: float | None = None,
-                 presence_penalty: float | None = None, frequency_penalty: float | None = None,
-                 repetition_penalty: float | None = None, seed: int | None = None, preset: str | None = None):
+    def __init__(
+        self,
+        model: str,
+        base_url: str = "http://127.0.0.1:8000/v1",
+        api_key: str | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 1024,
+        timeout: float = 60,
+        max_retries: int = 3,
+        concurrency: int = 4,
+        retry_delay: float = 1.0,
+        top_p: float | None = None,
+        top_k: int | None = None,
+        min_p: float | None = None,
+        presence_penalty: float | None = None,
+        frequency_penalty: float | None = None,
+        repetition_penalty: float | None = None,
+        seed: int | None = None,
+        preset: str | None = None,
+    ):
         if not model:
             raise ConfigError("OpenAIChatLLM: model must be given")
         if concurrency < 1 or max_retries < 0 or timeout <= 0:
-            raise ConfigError(f"OpenAIChatLLM: need concurrency >= 1, max_retries >= 0, timeout > 0; got "
-                              f"{concurrency}, {max_retries}, {timeout}")
+            raise ConfigError(
+                f"OpenAIChatLLM: need concurrency >= 1, max_retries >= 0, timeout > 0; got "
+                f"{concurrency}, {max_retries}, {timeout}"
+            )
         self.model, self.base_url = model, base_url.rstrip("/")
         self.url = f"{self.base_url}/chat/completions"
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self.temperature, self.max_tokens = float(temperature), int(max_tokens)
         self.timeout, self.max_retries = float(timeout), int(max_retries)
         self.concurrency, self.retry_delay = int(concurrency), float(retry_delay)
-        given = {"top_p": top_p, "top_k": top_k, "min_p": min_p, "presence_penalty": presence_penalty,
-                 "frequency_penalty": frequency_penalty, "repetition_penalty": repetition_penalty, "seed": seed}
+        given = {
+            "top_p": top_p,
+            "top_k": top_k,
+            "min_p": min_p,
+            "presence_penalty": presence_penalty,
+            "frequency_penalty": frequency_penalty,
+            "repetition_penalty": repetition_penalty,
+            "seed": seed,
+        }
         self.decoding = {k: v for k, v in given.items() if v is not None}
         #: the named judge preset this client was made from (``lalm_eval/judges/presets.yaml``), if any
         self.preset = preset
@@ -72,16 +94,21 @@ class OpenAIChatLLM(TextLLM):
 
     @property
     def settings(self) -> dict:
-        out = {"backend": "openai", "model": self.model, "base_url": self.base_url,
-               "temperature": self.temperature, "max_tokens": self.max_tokens, **self.decoding}
+        out = {
+            "backend": "openai",
+            "model": self.model,
+            "base_url": self.base_url,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            **self.decoding,
+        }
         if self.preset:
             out["preset"] = self.preset
         return out
 
     def complete(self, batch: list[Messages], **settings: Any) -> list[str]:
         check_batch(batch)
-        body = {"model": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens,
-                **self.decoding}
+        body = {"model": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens, **self.decoding}
         body.update(settings)
         if not batch:
             return []
@@ -93,8 +120,7 @@ class OpenAIChatLLM(TextLLM):
         """:meth:`complete`, with a chat that still fails after its retries giving its
         :class:`LLMError` in place of a reply (the other chats of the batch are kept)."""
         check_batch(batch)
-        body = {"model": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens,
-                **self.decoding}
+        body = {"model": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens, **self.decoding}
         body.update(settings)
         if not batch:
             return []
@@ -105,8 +131,9 @@ class OpenAIChatLLM(TextLLM):
             except LLMError as exc:
                 return exc
 
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batch)),
-                                thread_name_prefix="openai-http") as pool:
+        with ThreadPoolExecutor(
+            max_workers=min(self.concurrency, len(batch)), thread_name_prefix="openai-http"
+        ) as pool:
             return list(pool.map(one, batch))
 
     # -----------------------------------------------------------------------------------------
@@ -123,9 +150,8 @@ class OpenAIChatLLM(TextLLM):
                 reason = self._redact(str(exc))
                 if attempt + 1 == attempts:
                     raise LLMError(f"POST {self.url} failed after {attempts} attempts: {reason}") from None
-                delay = self.retry_delay * 2 ** attempt
-                log.warning("POST %s: %s; retry %d/%d in %.2fs", self.url, reason, attempt + 1,
-                            self.max_retries, delay)
+                delay = self.retry_delay * 2**attempt
+                log.warning("POST %s: %s; retry %d/%d in %.2fs", self.url, reason, attempt + 1, self.max_retries, delay)
                 time.sleep(delay)
         raise AssertionError("unreachable")
 
@@ -133,8 +159,9 @@ class OpenAIChatLLM(TextLLM):
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        request = urllib.request.Request(self.url, data=json.dumps(body).encode("utf-8"),
-                                         headers=headers, method="POST")
+        request = urllib.request.Request(
+            self.url, data=json.dumps(body).encode("utf-8"), headers=headers, method="POST"
+        )
         try:
             with self._opener.open(request, timeout=self.timeout) as response:
                 raw = response.read()
@@ -166,8 +193,10 @@ class OpenAIChatLLM(TextLLM):
         if not isinstance(content, str):
             message = reply["choices"][0]["message"]
             if message.get("reasoning_content") or message.get("reasoning"):  # a server-side reasoning parser
-                raise LLMError(f"POST {self.url}: reply has a thinking trace but no answer after it "
-                               f"(finish_reason {reply['choices'][0].get('finish_reason')!r}; was max_tokens "
-                               f"{self.max_tokens} too small?)")
+                raise LLMError(
+                    f"POST {self.url}: reply has a thinking trace but no answer after it "
+                    f"(finish_reason {reply['choices'][0].get('finish_reason')!r}; was max_tokens "
+                    f"{self.max_tokens} too small?)"
+                )
             raise LLMError(f"POST {self.url}: reply has no text content (got {type(content).__name__})")
         return content

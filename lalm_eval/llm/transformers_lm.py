@@ -37,13 +37,22 @@ def weights_fingerprint(folder: str | Path) -> str:
 class TransformersChatLLM(TextLLM):
     """Batched chat generation with a local transformers causal LM (see the module docstring)."""
 
-    def __init__(self, pretrained: str, device: str = "auto", dtype: str = "auto", max_new_tokens: int = 512,
-                 temperature: float = 0.0, batch_size: int = 8):
+    def __init__(
+        self,
+        pretrained: str,
+        device: str = "auto",
+        dtype: str = "auto",
+        max_new_tokens: int = 512,
+        temperature: float = 0.0,
+        batch_size: int = 8,
+    ):
         if not pretrained:
             raise ConfigError("TransformersChatLLM: pretrained (a folder or Hub id) must be given")
         if int(batch_size) < 1 or int(max_new_tokens) < 1 or float(temperature) < 0:
-            raise ConfigError(f"TransformersChatLLM: need batch_size >= 1, max_new_tokens >= 1, temperature >= 0; "
-                              f"got {batch_size}, {max_new_tokens}, {temperature}")
+            raise ConfigError(
+                f"TransformersChatLLM: need batch_size >= 1, max_new_tokens >= 1, temperature >= 0; "
+                f"got {batch_size}, {max_new_tokens}, {temperature}"
+            )
         self.pretrained, self.device_request, self.dtype = str(pretrained), str(device), str(dtype)
         self.max_new_tokens, self.temperature = int(max_new_tokens), float(temperature)
         self.batch_size = int(batch_size)
@@ -68,17 +77,25 @@ class TransformersChatLLM(TextLLM):
                 try:
                     self._folder = Path(snapshot_download(self.pretrained))
                 except Exception as exc:  # noqa: BLE001 - any Hub/network failure is a config error here
-                    raise ConfigError(f"TransformersChatLLM: {self.pretrained!r} is neither a folder nor a "
-                                      f"downloadable Hub model ({type(exc).__name__}: {exc})") from None
+                    raise ConfigError(
+                        f"TransformersChatLLM: {self.pretrained!r} is neither a folder nor a "
+                        f"downloadable Hub model ({type(exc).__name__}: {exc})"
+                    ) from None
         return self._folder
 
     @property
     def settings(self) -> dict:
         if self._fingerprint is None:
             self._fingerprint = weights_fingerprint(self.folder())
-        out = {"backend": "hf", "model": self.pretrained, "weights": self._fingerprint,
-               "temperature": self.temperature, "max_tokens": self.max_new_tokens, "dtype": self.dtype,
-               "batch_size": self.batch_size}
+        out = {
+            "backend": "hf",
+            "model": self.pretrained,
+            "weights": self._fingerprint,
+            "temperature": self.temperature,
+            "max_tokens": self.max_new_tokens,
+            "dtype": self.dtype,
+            "batch_size": self.batch_size,
+        }
         folder = self.folder()
         if folder.parent.name == "snapshots":  # a Hub cache snapshot: its folder name is the commit
             out["revision"] = folder.name
@@ -118,8 +135,9 @@ class TransformersChatLLM(TextLLM):
         check_batch(batch)
         unknown = set(settings) - _CALL_SETTINGS
         if unknown:
-            raise ConfigError(f"TransformersChatLLM: unsupported settings {sorted(unknown)}; "
-                              f"supported: {sorted(_CALL_SETTINGS)}")
+            raise ConfigError(
+                f"TransformersChatLLM: unsupported settings {sorted(unknown)}; supported: {sorted(_CALL_SETTINGS)}"
+            )
         if not batch:
             return []
         temperature = float(settings.get("temperature", self.temperature))
@@ -134,7 +152,7 @@ class TransformersChatLLM(TextLLM):
         order = sorted(range(len(texts)), key=lambda i: -lengths[i])  # stable: equal lengths keep order
         replies: list[str | None] = [None] * len(texts)
         for start in range(0, len(order), self.batch_size):
-            idx = order[start:start + self.batch_size]
+            idx = order[start : start + self.batch_size]
             for i, reply in zip(idx, self._generate([texts[i] for i in idx], temperature, max_new)):
                 replies[i] = reply
         return replies  # type: ignore[return-value]
@@ -156,5 +174,5 @@ class TransformersChatLLM(TextLLM):
                 out = model.generate(**enc, **kwargs)
         except (RuntimeError, ValueError) as exc:
             raise LLMError(f"{self.pretrained}: generation failed: {type(exc).__name__}: {exc}") from None
-        new = out[:, enc["input_ids"].shape[1]:]
+        new = out[:, enc["input_ids"].shape[1] :]
         return [t.strip() for t in tok.batch_decode(new, skip_special_tokens=True)]

@@ -72,7 +72,9 @@ class ErrorRateMetric(Metric):
 
     def compute(self, items: list[ScoreItem]) -> MetricResult:
         norm = normalize_words if self.UNIT == "word" else normalize_chars
-        plain = (lambda t: " ".join((t or "").split())) if self.UNIT == "word" else (lambda t: "".join((t or "").split()))
+        plain = (
+            (lambda t: " ".join((t or "").split())) if self.UNIT == "word" else (lambda t: "".join((t or "").split()))
+        )
         fn = norm if self.options.get("normalize", True) else plain
         values, errors, details, counts = [], [], [], []
         for item in items:
@@ -90,12 +92,24 @@ class ErrorRateMetric(Metric):
         edits = np.array([c[0] for c in counts], dtype=float)
         units = np.array([c[1] for c in counts], dtype=float)
         summary = float(edits.sum() / units.sum()) if counts else None
-        totals = {k: int(sum(d[k] for d in details if d)) for k in ("substitutions", "deletions", "insertions",
-                                                                   "reference_units")}
-        extra = {**totals, "unit": self.UNIT, "corpus_level": True,
-                 "normalizer": fn.__name__ if fn is norm else "whitespace only"}
-        return MetricResult(values, errors, summary=summary, extra=extra, details=details,
-                            statistic=lambda idx: float(edits[idx].sum() / units[idx].sum()))
+        totals = {
+            k: int(sum(d[k] for d in details if d))
+            for k in ("substitutions", "deletions", "insertions", "reference_units")
+        }
+        extra = {
+            **totals,
+            "unit": self.UNIT,
+            "corpus_level": True,
+            "normalizer": fn.__name__ if fn is norm else "whitespace only",
+        }
+        return MetricResult(
+            values,
+            errors,
+            summary=summary,
+            extra=extra,
+            details=details,
+            statistic=lambda idx: float(edits[idx].sum() / units[idx].sum()),
+        )
 
 
 class WerMetric(ErrorRateMetric):

@@ -130,8 +130,9 @@ def get_scorer(backbone: _Backbone, device: str):
         import bert_score
     except ImportError as exc:
         raise ConfigError("BERTScore needs the package 'bert-score' (pip install bert-score)") from exc
-    scorer = bert_score.BERTScorer(model_type=backbone.path, num_layers=backbone.num_layers,
-                                   device=device, idf=False, rescale_with_baseline=False)
+    scorer = bert_score.BERTScorer(
+        model_type=backbone.path, num_layers=backbone.num_layers, device=device, idf=False, rescale_with_baseline=False
+    )
     _SCORERS[key] = scorer
     while len(_SCORERS) > _MAX_CACHED_SCORERS:
         _SCORERS.popitem(last=False)
@@ -143,9 +144,15 @@ def clear_cache() -> None:
     _SCORERS.clear()
 
 
-def bertscore(predictions: Sequence[str], references: Sequence[str], backbone: str | None = None,
-              batch_size: int = 64, device: str | None = None, *,
-              num_layers: int | None = None) -> BertScoreResult:
+def bertscore(
+    predictions: Sequence[str],
+    references: Sequence[str],
+    backbone: str | None = None,
+    batch_size: int = 64,
+    device: str | None = None,
+    *,
+    num_layers: int | None = None,
+) -> BertScoreResult:
     """Per-item BERTScore precision/recall/F1 of aligned predictions and references.
 
     ``backbone``: None for the packaged all-MiniLM-L6-v2, or a local encoder folder.
@@ -162,9 +169,9 @@ def bertscore(predictions: Sequence[str], references: Sequence[str], backbone: s
         import torch
 
         with torch.inference_mode():
-            p, r, f = scorer.score([predictions[i] for i in keep], [references[i] for i in keep],
-                                   batch_size=batch_size)
+            p, r, f = scorer.score([predictions[i] for i in keep], [references[i] for i in keep], batch_size=batch_size)
         for j, i in enumerate(keep):
             precision[i], recall[i], f1[i] = float(p[j]), float(r[j]), float(f[j])
-    return BertScoreResult(f1=f1, precision=precision, recall=recall, backbone=resolved.name,
-                           num_layers=resolved.num_layers, idf=False)
+    return BertScoreResult(
+        f1=f1, precision=precision, recall=recall, backbone=resolved.name, num_layers=resolved.num_layers, idf=False
+    )

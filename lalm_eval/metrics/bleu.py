@@ -59,8 +59,13 @@ class BleuStats:
 
     @classmethod
     def from_dict(cls, data: dict) -> BleuStats:
-        return cls(tuple(data["counts"]), tuple(data["totals"]), int(data["sys_len"]),
-                   int(data["ref_len"]), str(data["tokenize"]))
+        return cls(
+            tuple(data["counts"]),
+            tuple(data["totals"]),
+            int(data["sys_len"]),
+            int(data["ref_len"]),
+            str(data["tokenize"]),
+        )
 
 
 def is_chinese_language(language: str | None) -> bool:
@@ -101,15 +106,27 @@ def bleu_stats(prediction: str, reference: str, language: str | None = None) -> 
     prediction, reference = prediction or "", reference or ""
     tokenize = tokenizer_for(reference, language)
     score = _bleu(tokenize).sentence_score(prediction, [reference])
-    return BleuStats(tuple(int(c) for c in score.counts), tuple(int(t) for t in score.totals),
-                     int(score.sys_len), int(score.ref_len), tokenize)
+    return BleuStats(
+        tuple(int(c) for c in score.counts),
+        tuple(int(t) for t in score.totals),
+        int(score.sys_len),
+        int(score.ref_len),
+        tokenize,
+    )
 
 
-def _score(counts: Sequence[int], totals: Sequence[int], sys_len: int, ref_len: int,
-           effective_order: bool = False) -> float:
-    return BLEU.compute_bleu(list(counts), list(totals), int(sys_len), int(ref_len),
-                             smooth_method=SMOOTH_METHOD, effective_order=effective_order,
-                             max_ngram_order=MAX_NGRAM_ORDER).score
+def _score(
+    counts: Sequence[int], totals: Sequence[int], sys_len: int, ref_len: int, effective_order: bool = False
+) -> float:
+    return BLEU.compute_bleu(
+        list(counts),
+        list(totals),
+        int(sys_len),
+        int(ref_len),
+        smooth_method=SMOOTH_METHOD,
+        effective_order=effective_order,
+        max_ngram_order=MAX_NGRAM_ORDER,
+    ).score
 
 
 def corpus_bleu_from_stats(stats: Sequence[BleuStats]) -> float:
@@ -124,8 +141,9 @@ def corpus_bleu_from_stats(stats: Sequence[BleuStats]) -> float:
     return _score(counts, totals, sum(s.sys_len for s in stats), sum(s.ref_len for s in stats))
 
 
-def corpus_bleu(predictions: Sequence[str], references: Sequence[str],
-                languages: Sequence[str | None] | None = None) -> float:
+def corpus_bleu(
+    predictions: Sequence[str], references: Sequence[str], languages: Sequence[str | None] | None = None
+) -> float:
     """Corpus BLEU of aligned predictions/references, each item tokenised for its language."""
     if len(predictions) != len(references) or (languages is not None and len(languages) != len(predictions)):
         raise ValueError("predictions, references and languages must have the same length")
@@ -152,7 +170,7 @@ def corpus_bleu_statistic(stats: Sequence[BleuStats]) -> Callable[[np.ndarray], 
 
     def statistic(indices: np.ndarray) -> float:
         row = matrix[np.asarray(indices, dtype=np.intp)].sum(axis=0).tolist()
-        return _score(row[2:2 + MAX_NGRAM_ORDER], row[2 + MAX_NGRAM_ORDER:], row[0], row[1])
+        return _score(row[2 : 2 + MAX_NGRAM_ORDER], row[2 + MAX_NGRAM_ORDER :], row[0], row[1])
 
     return statistic
 

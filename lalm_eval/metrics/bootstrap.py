@@ -52,20 +52,30 @@ def _percentiles(samples: np.ndarray, confidence: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def bootstrap_ci_indices(n: int, statistic: IndexStatistic, *, n_resamples: int = 1000,
-                         confidence: float = 0.95, seed: int = 0) -> tuple[float, float] | None:
+def bootstrap_ci_indices(
+    n: int, statistic: IndexStatistic, *, n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float] | None:
     """Percentile CI of ``statistic(indices)``, where ``indices`` is an int array of ``n``
     item positions drawn with replacement (one call per resample). None when ``n < 2``."""
     _check(n_resamples, confidence)
     if n < 2:
         return None
-    samples = np.fromiter((statistic(row) for block in _resample_indices(n, n_resamples, seed) for row in block),
-                          dtype=float, count=n_resamples)
+    samples = np.fromiter(
+        (statistic(row) for block in _resample_indices(n, n_resamples, seed) for row in block),
+        dtype=float,
+        count=n_resamples,
+    )
     return _percentiles(samples, confidence)
 
 
-def bootstrap_ci(values: Sequence[float], *, n_resamples: int = 1000, confidence: float = 0.95,
-                 seed: int = 0, statistic: IndexStatistic | None = None) -> tuple[float, float] | None:
+def bootstrap_ci(
+    values: Sequence[float],
+    *,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    statistic: IndexStatistic | None = None,
+) -> tuple[float, float] | None:
     """Percentile CI of the mean of ``values`` (finite numbers, one per item).
 
     With ``statistic``, ``values`` only fixes the number of items and the CI is of

@@ -54,8 +54,15 @@ def parse_final_answer(reply: str | None, letters: Sequence[str] = LETTERS) -> s
 PARSERS = {"first_letter": parse_letter, "final_answer": parse_final_answer}
 
 
-def choice_outcome(letter: str, answer: str, labels: Sequence[str], letters: Sequence[str] = LETTERS,
-                   error_labels: Sequence[str] = (), invalid: str = "invalid", other: str = "other") -> str:
+def choice_outcome(
+    letter: str,
+    answer: str,
+    labels: Sequence[str],
+    letters: Sequence[str] = LETTERS,
+    error_labels: Sequence[str] = (),
+    invalid: str = "invalid",
+    other: str = "other",
+) -> str:
     """``correct`` | ``invalid`` | the chosen option's label (one of ``error_labels``) | ``other``."""
     if letter not in letters:
         return invalid
@@ -93,16 +100,21 @@ class ChoiceMetric(Metric):
             labels = list(item.doc.get(o["labels_field"]) or []) if o.get("labels_field") else []
             answer = item.reference.strip().upper()
             if answer not in letters:
-                raise ConfigError(f"metric {self.name!r}: reference {item.reference!r} is not one of the letters "
-                                  f"{list(letters)} (doc_to_target must give the answer letter)")
+                raise ConfigError(
+                    f"metric {self.name!r}: reference {item.reference!r} is not one of the letters "
+                    f"{list(letters)} (doc_to_target must give the answer letter)"
+                )
             letter = parse(item.prediction, letters)
             outcome = choice_outcome(letter, answer, labels, letters, o.get("error_labels", ()), invalid, other)
             values.append(float(outcome == "correct"))
             details.append({"letter": letter, "error_type": outcome})
         counts = Counter(d["error_type"] for d in details)
-        return MetricResult(values, [None] * len(items), details=details,
-                            extra={"parser": name, "error_types": dict(sorted(counts.items())),
-                                   invalid: counts.get(invalid, 0)})
+        return MetricResult(
+            values,
+            [None] * len(items),
+            details=details,
+            extra={"parser": name, "error_types": dict(sorted(counts.items())), invalid: counts.get(invalid, 0)},
+        )
 
 
 # -- free-text options (MMAU): the reply names an option by its letter or by its text ---------------
@@ -172,5 +184,6 @@ class OptionMetric(Metric):
             errors.append(None)
             details.append({"chosen": None if chosen is None else options[chosen], "parsed": chosen is not None})
         unparsed = sum(1 for d in details if d and not d["parsed"])
-        return MetricResult(values, errors, details=details, extra={"parser": "letter_or_option_text",
-                                                                     "unparsed": unparsed})
+        return MetricResult(
+            values, errors, details=details, extra={"parser": "letter_or_option_text", "unparsed": unparsed}
+        )

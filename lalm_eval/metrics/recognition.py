@@ -143,14 +143,19 @@ def _chinese(spec: dict) -> _Lang:
         return re.compile(("^" if anchored else "") + _alternation(spec[key], words=False))
 
     return _Lang(
-        negation=plain("negation"), nor=None, exceptions=plain("negation_exceptions"),
-        hedges=plain("hedges"), only=plain("only"), quantifiers=plain("quantifiers"),
+        negation=plain("negation"),
+        nor=None,
+        exceptions=plain("negation_exceptions"),
+        hedges=plain("hedges"),
+        only=plain("only"),
+        quantifiers=plain("quantifiers"),
         partial=plain("partial_quantifiers"),
         # a Chinese "yes" is a whole short clause (是的，/ 有。/ 当然能。), not a prefix of 是X在说话
-        yes_starters=re.compile("^" + _alternation(spec["yes_starters"], words=False)
-                                + "[了的啊呀呢吧啦嘛!]*$"),
-        no_starters=plain("no_starters", True), wh_words=plain("wh_words"),
-        presupposition=plain("presupposition"))
+        yes_starters=re.compile("^" + _alternation(spec["yes_starters"], words=False) + "[了的啊呀呢吧啦嘛!]*$"),
+        no_starters=plain("no_starters", True),
+        wh_words=plain("wh_words"),
+        presupposition=plain("presupposition"),
+    )
 
 
 @lru_cache(maxsize=1)
@@ -159,7 +164,8 @@ def _cues() -> _Cues:
     en, zh = spec["english"], spec["zh"]
     _check_strings(en, zh)
     return _Cues(
-        en=_english(en), zh=_chinese(zh),
+        en=_english(en),
+        zh=_chinese(zh),
         stopwords=frozenset(w.lower() for w in en["name_stopwords"]),
         clause_split=_clause_split(en["clause_breaks"], zh["clause_breaks"]),
         list_span=_list_span(en["list_connectors"] + zh["list_connectors"]),
@@ -179,15 +185,17 @@ def _clause_split(english: list[str], chinese: list[str]) -> re.Pattern:
 
 
 def _list_span(connectors: list[str]) -> re.Pattern:
-    """"A, B, and C" / "A、B和C" / "neither A nor B" over name tokens.
+    """ "A, B, and C" / "A、B和C" / "neither A nor B" over name tokens.
 
     A comma without a following space is a Chinese clause comma (NFKC turns "，" into ","),
     not a list separator.
     """
     connector = _alternation(connectors, words=False)
     item = f"[{_OTHER}\ue100-\ue1ff]" + r"(?:'s)?"
-    between = (rf"(?:\s*、\s*(?:{connector}\s*)?|\s*,\s+(?:{connector}\s*)?"
-               rf"|\s*{connector}\s*)")
+    between = (
+        rf"(?:\s*、\s*(?:{connector}\s*)?|\s*,\s+(?:{connector}\s*)?"
+        rf"|\s*{connector}\s*)"
+    )
     return re.compile(rf"{item}(?:{between}{item})+", re.IGNORECASE)
 
 
@@ -234,7 +242,7 @@ def _english_names(text: str) -> list[tuple[int, str]]:
         if len(m.group()) < 2 or m.group().lower() in stop:
             flush()
             continue
-        if run and text[run[-1].end():m.start()] != " ":
+        if run and text[run[-1].end() : m.start()] != " ":
             flush()
         run.append(m)
     flush()
@@ -259,7 +267,7 @@ def _chinese_names(text: str) -> list[tuple[int, str]]:
 def _chinese_name_at(text: str, i: int, cues: _Cues) -> str | None:
     if i > 0 and text[i - 1] not in cues.left and _CJK_CHAR.match(text[i - 1]):
         return None
-    if text[i:i + 2] in cues.compound_surnames:
+    if text[i : i + 2] in cues.compound_surnames:
         surname = 2
     elif text[i] in cues.surnames:
         surname = 1
@@ -267,8 +275,7 @@ def _chinese_name_at(text: str, i: int, cues: _Cues) -> str | None:
         return None
 
     def given_ok(j: int) -> bool:
-        return j < len(text) and _CJK_CHAR.match(text[j]) is not None \
-            and text[j] not in cues.right
+        return j < len(text) and _CJK_CHAR.match(text[j]) is not None and text[j] not in cues.right
 
     def right_ok(j: int) -> bool:
         return j >= len(text) or text[j] in cues.right or not _CJK_CHAR.match(text[j])
@@ -277,9 +284,9 @@ def _chinese_name_at(text: str, i: int, cues: _Cues) -> str | None:
     if not given_ok(start):
         return None
     if right_ok(start + 1):
-        return text[i:start + 1]
+        return text[i : start + 1]
     if given_ok(start + 1) and right_ok(start + 2):
-        return text[i:start + 2]
+        return text[i : start + 2]
     return None
 
 
@@ -318,15 +325,15 @@ def _mark_names(text: str, names: tuple[str, ...]) -> str:
 
 def _mark_other_names(text: str) -> str:
     spans = [(pos, name) for pos, name in _chinese_names(text)]
-    spans += [(pos, name) for pos, name in _english_names(text)
-              if not re.search(r"(?:^|[.!?\n])\s*$", text[:pos])]
+    spans += [(pos, name) for pos, name in _english_names(text) if not re.search(r"(?:^|[.!?\n])\s*$", text[:pos])]
     for pos, name in sorted(spans, reverse=True):
-        text = text[:pos] + _OTHER + text[pos + len(name):]
+        text = text[:pos] + _OTHER + text[pos + len(name) :]
     return text
 
 
 def _collapse_lists(text: str) -> str:
-    """"A, B, and C" -> tokens joined by a neutral separator, so the list stays one clause."""
+    """ "A, B, and C" -> tokens joined by a neutral separator, so the list stays one clause."""
+
     def join(m: re.Match) -> str:
         tokens = re.findall(f"[{_OTHER}\ue100-\ue1ff]", m.group())
         return _LIST_SEP.join(dict.fromkeys(tokens))
@@ -356,16 +363,17 @@ def _analyse(clause: str) -> _Clause:
     partial = any(lang.partial.search(low) for lang in langs)
     quantifier = any(lang.quantifiers.search(low) for lang in langs)
     answer = None
-    short = (len(re.findall(r"[a-z']+", low)) <= cues.answer_max_words
-             and len(_CJK_CHAR.findall(low)) <= cues.answer_max_chars)
+    short = (
+        len(re.findall(r"[a-z']+", low)) <= cues.answer_max_words
+        and len(_CJK_CHAR.findall(low)) <= cues.answer_max_chars
+    )
     if not names and not hedge and short:
         if negative or any(lang.no_starters.search(low) for lang in langs):
             answer = False
         elif any(lang.yes_starters.search(low) for lang in langs):
             answer = True
     also = any(lang.presupposition.search(low) for lang in langs)
-    return _Clause(names, hedge, negative, only, quantifier, partial, answer, _OTHER in clause,
-                   also)
+    return _Clause(names, hedge, negative, only, quantifier, partial, answer, _OTHER in clause, also)
 
 
 def _clauses(text: str, names: tuple[str, ...]) -> list[_Clause]:
@@ -394,8 +402,7 @@ def _presupposed(question: str, names: tuple[str, ...]) -> set[int]:
     return set()
 
 
-def judge_presence(text: str, names: tuple[str, ...],
-                   question: str = "") -> dict[str, bool | None]:
+def judge_presence(text: str, names: tuple[str, ...], question: str = "") -> dict[str, bool | None]:
     """What ``text`` says about each name: True present, False absent, None undecided.
 
     ``question`` (optional) enables the question-dependent rules: a who/which question makes
@@ -464,7 +471,7 @@ def _fill_value(decided: dict[int, bool], state: _Scopes, question: str) -> bool
     if state.quantifier is not None:
         return state.quantifier
     if state.answer is True and not state.other:  # "Confirmed—Isabel didn't speak." says
-        return True                               # nothing about the queried name
+        return True  # nothing about the queried name
     if state.answer is False and False not in decided.values():
         return False  # a "No" that no negative clause explains applies to the rest
     if True in decided.values() and question and _is_wh_question(question):
@@ -484,8 +491,9 @@ def _same_text(a: str, b: str) -> bool:
     return bool(norm(a)) and norm(a) == norm(b)
 
 
-def presence_judgments(question: str, reference: str, response: str,
-                       names: list[str] | tuple[str, ...] | None = None) -> PresenceResult:
+def presence_judgments(
+    question: str, reference: str, response: str, names: list[str] | tuple[str, ...] | None = None
+) -> PresenceResult:
     """Judge each queried name in the reference and in the response, and score (Table 26)."""
     queried = tuple(dict.fromkeys(names)) if names is not None else extract_names(question)
     ref = judge_presence(reference, queried, question)
@@ -503,8 +511,9 @@ def presence_judgments(question: str, reference: str, response: str,
     return PresenceResult(queried, ref, resp, correct, score, undecided, unscored)
 
 
-def recognition_presence_score(question: str, reference: str, response: str,
-                               names: list[str] | tuple[str, ...] | None = None) -> float:
+def recognition_presence_score(
+    question: str, reference: str, response: str, names: list[str] | tuple[str, ...] | None = None
+) -> float:
     """Table 26 score ``k / N`` (exact fraction) of ``response`` against ``reference``."""
     return presence_judgments(question, reference, response, names=names).score
 

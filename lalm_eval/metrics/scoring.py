@@ -109,8 +109,7 @@ class Metric(abc.ABC):
         return [*ITEM_AGGREGATIONS, *corpus]
 
     @abc.abstractmethod
-    def compute(self, items: list[ScoreItem]) -> MetricResult:
-        ...
+    def compute(self, items: list[ScoreItem]) -> MetricResult: ...
 
 
 class SampleMetric(Metric):
@@ -154,10 +153,15 @@ def make_metric(entry: Mapping, context: ScoringContext | None = None, where: st
         raise
     aggregation = entry.get("aggregation", "mean")
     if not callable(aggregation) and aggregation not in type(metric).aggregations():
-        corpus = "" if type(metric).CORPUS_LEVEL or aggregation not in CORPUS_AGGREGATIONS else \
-            f" ({metric.name!r} has no corpus-level value)"
-        raise ConfigError(f"{where}: metric {metric.name!r}: unknown aggregation {aggregation!r}{corpus}; "
-                          f"accepted: {', '.join(type(metric).aggregations())} or !function module.fn")
+        corpus = (
+            ""
+            if type(metric).CORPUS_LEVEL or aggregation not in CORPUS_AGGREGATIONS
+            else f" ({metric.name!r} has no corpus-level value)"
+        )
+        raise ConfigError(
+            f"{where}: metric {metric.name!r}: unknown aggregation {aggregation!r}{corpus}; "
+            f"accepted: {', '.join(type(metric).aggregations())} or !function module.fn"
+        )
     return metric
 
 
@@ -189,10 +193,14 @@ def summarize(result: MetricResult, seed_parts: tuple, aggregation: Any = "mean"
 
         value = statistic(np.arange(len(vals))) if vals else None
     stderr = float(np.std(data, ddof=1) / np.sqrt(len(vals))) if aggregation == "mean" and len(vals) > 1 else None
-    ci = bootstrap_ci(vals, seed=stable_int(*map(str, seed_parts)), statistic=statistic) if len(vals) > 1 \
-        else None
-    return {"value": value, "stderr": stderr, "ci95": list(ci) if ci else None, "n": len(vals),
-            "failures": sum(v is None for v in result.values)}
+    ci = bootstrap_ci(vals, seed=stable_int(*map(str, seed_parts)), statistic=statistic) if len(vals) > 1 else None
+    return {
+        "value": value,
+        "stderr": stderr,
+        "ci95": list(ci) if ci else None,
+        "n": len(vals),
+        "failures": sum(v is None for v in result.values),
+    }
 
 
 METRICS.register("exact_match", "lalm_eval.metrics.text:exact_match")

@@ -48,8 +48,13 @@ class BleuMetric(Metric):
         stats = [bleu_stats(i.prediction, i.reference, _language(i)) for i in items]
         corpus = corpus_bleu_from_stats(stats) if stats else None
         extra = {"corpus_bleu": corpus, "signature": bleu_signature(stats) if stats else None}
-        return MetricResult(values, [None] * len(items), summary=corpus, extra=extra,
-                            statistic=corpus_bleu_statistic(stats) if stats else None)
+        return MetricResult(
+            values,
+            [None] * len(items),
+            summary=corpus,
+            extra=extra,
+            statistic=corpus_bleu_statistic(stats) if stats else None,
+        )
 
 
 class BertScoreMetric(Metric):
@@ -64,15 +69,18 @@ class BertScoreMetric(Metric):
         if not items:
             return MetricResult([], [])
         backbone = resolve_backbone(self.options.get("backbone"), self.options.get("num_layers"))
-        keys = [_value_key("bertscore", backbone_fingerprint(backbone), backbone.num_layers,
-                           i.prediction, i.reference) for i in items]
+        keys = [
+            _value_key("bertscore", backbone_fingerprint(backbone), backbone.num_layers, i.prediction, i.reference)
+            for i in items
+        ]
         store = _value_store(self.context)
         found = store.get_many(keys) if store is not None else {}
         todo = [k for k, key in enumerate(keys) if key not in found]
         values = {key: float(found[key].text) for key in keys if key in found}
         if todo:
-            kwargs = {k: self.options[k] for k in ("backbone", "num_layers", "batch_size", "device")
-                      if k in self.options}
+            kwargs = {
+                k: self.options[k] for k in ("backbone", "num_layers", "batch_size", "device") if k in self.options
+            }
             result = bertscore([items[k].prediction for k in todo], [items[k].reference for k in todo], **kwargs)
             fresh = {keys[k]: float(v) for k, v in zip(todo, result.f1)}
             values.update(fresh)
@@ -80,9 +88,16 @@ class BertScoreMetric(Metric):
                 from lalm_eval.api import Response
 
                 store.put_many((key, Response(repr(v))) for key, v in fresh.items())
-        return MetricResult([values[key] for key in keys], [None] * len(items),
-                            extra={"backbone": backbone.name, "num_layers": backbone.num_layers,
-                                   "computed": len(todo), "from_cache": len(items) - len(todo)})
+        return MetricResult(
+            [values[key] for key in keys],
+            [None] * len(items),
+            extra={
+                "backbone": backbone.name,
+                "num_layers": backbone.num_layers,
+                "computed": len(todo),
+                "from_cache": len(items) - len(todo),
+            },
+        )
 
 
 def _value_key(*parts) -> str:
@@ -127,8 +142,15 @@ class RecognitionPresenceMetric(Metric):
 
 
 class JudgeMetric(Metric):
-    OPTIONS = ("judge", "question_field", "context", "cross_check", "cross_check_options", "classify_failures",
-               "classify_below")
+    OPTIONS = (
+        "judge",
+        "question_field",
+        "context",
+        "cross_check",
+        "cross_check_options",
+        "classify_failures",
+        "classify_below",
+    )
 
     def check_options(self) -> None:  # when the task loads: a judge is named and exists
         from lalm_eval.errors import ConfigError
@@ -149,8 +171,11 @@ class JudgeMetric(Metric):
         values = [r.score for r in results]
         errors = [None if r.score is not None else (r.error or "judge failure") for r in results]
         details = [dict(r.detail or {}, **({"error": r.error} if r.error else {})) for r in results]
-        extra = {"judge": judge.settings, "judge_failures": sum(v is None for v in values),
-                 "judge_cache_hits": sum(bool(r.cached) for r in results)}
+        extra = {
+            "judge": judge.settings,
+            "judge_failures": sum(v is None for v in values),
+            "judge_cache_hits": sum(bool(r.cached) for r in results),
+        }
         if self.options.get("cross_check") == "recognition_presence":
             extra["agreement_with_rule_scorer"] = self._agreement(items, values)
         if self.options.get("classify_failures"):
@@ -162,15 +187,21 @@ class JudgeMetric(Metric):
 
         q_field = self.options.get("question_field", "question")
         context = {key: item.doc.get(field) for key, field in (self.options.get("context") or {}).items()}
-        return JudgeItem(question=str(item.doc.get(q_field, item.question)), reference=item.reference,
-                         response=item.prediction, language=_language(item), context=context)
+        return JudgeItem(
+            question=str(item.doc.get(q_field, item.question)),
+            reference=item.reference,
+            response=item.prediction,
+            language=_language(item),
+            context=context,
+        )
 
     def _agreement(self, items: list[ScoreItem], values: list) -> dict:
         from lalm_eval.metrics.recognition import agreement
 
         # the rule scorer's options (e.g. which doc field lists the names) come from the task YAML
-        rule = RecognitionPresenceMetric("recognition_presence", dict(self.options.get("cross_check_options") or {}),
-                                         self.context)
+        rule = RecognitionPresenceMetric(
+            "recognition_presence", dict(self.options.get("cross_check_options") or {}), self.context
+        )
         rule_values = rule.compute(items).values
         pairs = [(a, b) for a, b in zip(rule_values, values) if a is not None and b is not None]
         return agreement([a for a, _ in pairs], [b for _, b in pairs])
@@ -192,9 +223,12 @@ class JudgeMetric(Metric):
         classifier = make_judge(self.options["classify_failures"], self.context.judge_llm, self.context.cache_dir)
         counts: dict[str, int] = {}
         asks = [self._judge_item(items[k]) for k in failed]
-        asks = [dataclasses.replace(a, context={**a.context, "score": values[k],
-                                                "judge_comment": (details[k] or {}).get("comment")})
-                for a, k in zip(asks, failed)]
+        asks = [
+            dataclasses.replace(
+                a, context={**a.context, "score": values[k], "judge_comment": (details[k] or {}).get("comment")}
+            )
+            for a, k in zip(asks, failed)
+        ]
         for k, res in zip(failed, classifier.judge(asks)):
             label = (res.detail or {}).get("error_type") if res.error is None else None
             label = label or "classifier_failure"

@@ -14,7 +14,25 @@ import unicodedata
 from collections import Counter
 
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-_PUNCT = set(string.punctuation) | {"“", "”", "‘", "’", "—", "…", "，", "。", "？", "！", "、", "：", "；", "（", "）", "《", "》"}
+_PUNCT = set(string.punctuation) | {
+    "“",
+    "”",
+    "‘",
+    "’",
+    "—",
+    "…",
+    "，",
+    "。",
+    "？",
+    "！",
+    "、",
+    "：",
+    "；",
+    "（",
+    "）",
+    "《",
+    "》",
+}
 
 
 def normalize(text: str) -> str:

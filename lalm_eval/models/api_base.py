@@ -142,7 +142,9 @@ def message_parts(request: Request, adapter: str) -> list[tuple[str, list[tuple[
     for msg in request.messages:
         content = msg.get("content")
         parts = []
-        for part in [{"type": "text", "text": content or ""}] if isinstance(content, str) or content is None else content:
+        for part in (
+            [{"type": "text", "text": content or ""}] if isinstance(content, str) or content is None else content
+        ):
             if part.get("type") == "audio":
                 n_parts += 1
                 audio = next(audios, None)
@@ -151,8 +153,10 @@ def message_parts(request: Request, adapter: str) -> list[tuple[str, list[tuple[
             elif part.get("type") == "text":
                 parts.append(("text", part.get("text", "")))
             else:
-                raise ConfigError(f"{where}: content part type {part.get('type')!r} is not supported by {adapter} "
-                                  "(audio and text only)")
+                raise ConfigError(
+                    f"{where}: content part type {part.get('type')!r} is not supported by {adapter} "
+                    "(audio and text only)"
+                )
         out.append((msg["role"], parts))
     if n_parts != len(request.audios):
         raise ConfigError(f"{where}: {n_parts} audio parts in the messages, {len(request.audios)} audios")
@@ -189,8 +193,11 @@ def text_tokens_estimate(messages) -> int:
     total = 0
     for msg in messages:
         content = msg.get("content")
-        texts = [content] if isinstance(content, str) else [
-            p.get("text", "") for p in content or () if isinstance(p, dict) and p.get("type") == "text"]
+        texts = (
+            [content]
+            if isinstance(content, str)
+            else [p.get("text", "") for p in content or () if isinstance(p, dict) and p.get("type") == "text"]
+        )
         total += 4
         for text in texts:
             n_ascii = sum(ch.isascii() for ch in text)
@@ -226,19 +233,34 @@ class APIAdapter(Adapter):
     AUDIO_TOKENS_PER_S = 10.0  # for estimates when the price table has no entry
     GEN_FIELDS: dict[str, str] = {}  # our gen kwarg → the provider's field
 
-    def __init__(self, model: str | None = None, base_url: str | None = None, concurrency: int = 8,
-                 timeout: float = 120.0, max_retries: int = 5, retry_delay: float = 1.0,
-                 max_retry_delay: float = 120.0, long_audio: str | None = None, max_request_mb: float | None = None,
-                 api_key_env: str | None = None, prices: str | None = None, cache_dir: str | None = None,
-                 device: str | None = None, **unknown):
+    def __init__(
+        self,
+        model: str | None = None,
+        base_url: str | None = None,
+        concurrency: int = 8,
+        timeout: float = 120.0,
+        max_retries: int = 5,
+        retry_delay: float = 1.0,
+        max_retry_delay: float = 120.0,
+        long_audio: str | None = None,
+        max_request_mb: float | None = None,
+        api_key_env: str | None = None,
+        prices: str | None = None,
+        cache_dir: str | None = None,
+        device: str | None = None,
+        **unknown,
+    ):
         super().__init__()
         where = self.name
         if "api_key" in unknown:
-            raise ConfigError(f"{where}: API keys are read from the environment only, never from model args; "
-                              f"set {' or '.join(self.KEY_ENVS) or 'a variable'} (or name one with api_key_env=VAR)")
+            raise ConfigError(
+                f"{where}: API keys are read from the environment only, never from model args; "
+                f"set {' or '.join(self.KEY_ENVS) or 'a variable'} (or name one with api_key_env=VAR)"
+            )
         if unknown:
-            raise ConfigError(f"{where}: unknown model arg(s) {', '.join(sorted(unknown))}; valid: "
-                              f"{', '.join(self.valid_args())}")
+            raise ConfigError(
+                f"{where}: unknown model arg(s) {', '.join(sorted(unknown))}; valid: {', '.join(self.valid_args())}"
+            )
         if _is_off(model):
             raise ConfigError(f"{where}: model arg 'model' (the provider's model id) is required")
         self.model = str(model)
@@ -254,8 +276,11 @@ class APIAdapter(Adapter):
         self.retry_delay = _number(where, "retry_delay", retry_delay)
         self.max_retry_delay = _number(where, "max_retry_delay", max_retry_delay)
         self.long_audio = resolve_policy(long_audio, self.LONG_AUDIO_DEFAULT, self.AUDIO_LIMIT_SCOPE, where)
-        mb = self.DEFAULT_MAX_REQUEST_MB if max_request_mb is None else _number(where, "max_request_mb",
-                                                                                max_request_mb, float, 0.3)
+        mb = (
+            self.DEFAULT_MAX_REQUEST_MB
+            if max_request_mb is None
+            else _number(where, "max_request_mb", max_request_mb, float, 0.3)
+        )
         self.max_request_mb = mb
         self.AUDIO_LIMIT_S = round((mb * 1e6 - REQUEST_RESERVE_BYTES) / WAV_B64_BYTES_PER_S, 1)
         self._key, self.key_env = self._resolve_key(api_key_env)
@@ -289,9 +314,11 @@ class APIAdapter(Adapter):
                 return os.environ[env].strip(), env
         if self.loopback:
             return None, None
-        raise ConfigError(f"{self.name}: no API key for {self.base_url}: set the environment variable "
-                          f"{' or '.join(names)} (or name another one with model arg api_key_env=VAR); "
-                          "keys are never read from model args")
+        raise ConfigError(
+            f"{self.name}: no API key for {self.base_url}: set the environment variable "
+            f"{' or '.join(names)} (or name another one with model arg api_key_env=VAR); "
+            "keys are never read from model args"
+        )
 
     def redact(self, text) -> str:
         """``text`` with the API key replaced by ``***``."""
@@ -309,9 +336,11 @@ class APIAdapter(Adapter):
     @budget.setter
     def budget(self, budget) -> None:
         if budget is not None and budget.prices.lookup(self.model) is None:
-            raise ConfigError(f"--max_cost: no price for model {self.model!r} in {budget.prices.source}, so the "
-                              "budget could not be enforced; add the model to the price table (--prices FILE) "
-                              "or drop --max_cost")
+            raise ConfigError(
+                f"--max_cost: no price for model {self.model!r} in {budget.prices.source}, so the "
+                "budget could not be enforced; add the model to the price table (--prices FILE) "
+                "or drop --max_cost"
+            )
         self._budget = budget
         if budget is not None:
             self.prices = budget.prices
@@ -321,8 +350,14 @@ class APIAdapter(Adapter):
         (concurrency, timeouts and retries do not; the key never appears)."""
         parts = urllib.parse.urlsplit(self.base_url)
         netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
-        return {"name": self.name, "model": self.model, "base_url": f"{parts.scheme}://{netloc}{parts.path}",
-                "long_audio": self.long_audio, "audio_limit_s": self.AUDIO_LIMIT_S, **self.settings()}
+        return {
+            "name": self.name,
+            "model": self.model,
+            "base_url": f"{parts.scheme}://{netloc}{parts.path}",
+            "long_audio": self.long_audio,
+            "audio_limit_s": self.AUDIO_LIMIT_S,
+            **self.settings(),
+        }
 
     def settings(self) -> dict:
         """Subclass settings that change outputs (for :meth:`identity`)."""
@@ -346,19 +381,25 @@ class APIAdapter(Adapter):
             raise ConfigError(f"{self.name}: gen kwarg do_sample={do_sample!r} must be true or false")
         if do_sample is False:
             if kwargs.get("temperature") not in (None, 0, 0.0):
-                raise ConfigError(f"{self.name}: gen kwargs do_sample=false (greedy) and temperature="
-                                  f"{kwargs['temperature']!r} contradict each other")
+                raise ConfigError(
+                    f"{self.name}: gen kwargs do_sample=false (greedy) and temperature="
+                    f"{kwargs['temperature']!r} contradict each other"
+                )
             kwargs["temperature"] = 0.0
         for name, neutral in _SAMPLING_NEUTRAL.items():
             if name in kwargs and kwargs.pop(name) != neutral:
-                raise ConfigError(f"{self.name}: gen kwarg {name}={gen_kwargs[name]!r}: the API returns one "
-                                  f"sampled answer; only {name}={neutral} can be honoured")
+                raise ConfigError(
+                    f"{self.name}: gen kwarg {name}={gen_kwargs[name]!r}: the API returns one "
+                    f"sampled answer; only {name}={neutral} can be honoured"
+                )
         table = self.gen_fields()
         unknown = sorted(k for k in kwargs if k not in table)
         if unknown:
-            raise ConfigError(f"{self.name}: gen kwarg(s) {', '.join(unknown)} cannot be sent to this API "
-                              f"(never dropped silently); supported: "
-                              f"{', '.join(sorted(set(table) | {'do_sample', 'until', 'max_gen_toks'}))}")
+            raise ConfigError(
+                f"{self.name}: gen kwarg(s) {', '.join(unknown)} cannot be sent to this API "
+                f"(never dropped silently); supported: "
+                f"{', '.join(sorted(set(table) | {'do_sample', 'until', 'max_gen_toks'}))}"
+            )
         max_tokens = kwargs.get("max_new_tokens")
         if max_tokens is not None:
             kwargs["max_new_tokens"] = max_tokens = _number(self.name, "max_new_tokens", max_tokens, int, 1)
@@ -390,12 +431,19 @@ class APIAdapter(Adapter):
             try:
                 fitted, meta = fit_request(r, self.AUDIO_LIMIT_S, self.AUDIO_LIMIT_SCOPE, self.long_audio)
             except LongAudioError as exc:
-                out[i] = Response.failed("audio_over_limit", str(exc), audio_s=round(r.audio_seconds, 3),
-                                         seen_s=0.0, truncated=False)
+                out[i] = Response.failed(
+                    "audio_over_limit", str(exc), audio_s=round(r.audio_seconds, 3), seen_s=0.0, truncated=False
+                )
                 continue
             if meta["truncated"]:
-                log.info("%s: task %r doc %s: %.1f s of audio, %.1f s sent (long_audio=truncate)",
-                         self.name, r.task, r.doc_id, meta["audio_s"], meta["seen_s"])
+                log.info(
+                    "%s: task %r doc %s: %.1f s of audio, %.1f s sent (long_audio=truncate)",
+                    self.name,
+                    r.task,
+                    r.doc_id,
+                    meta["audio_s"],
+                    meta["seen_s"],
+                )
             jobs.append((i, fitted, meta, params[gen_kwargs_key(r.gen_kwargs or {})]))
         if not jobs:
             return out
@@ -415,16 +463,27 @@ class APIAdapter(Adapter):
         last = None
         for attempt in range(self.max_retries + 1):
             if self._budget is not None and self._budget.exhausted:
-                return Response.failed("budget", f"{where}: not sent, --max_cost {self._budget.max_cost_usd:g} USD "
-                                                 f"reached (spent {self._budget.spent:.6f})", **meta)
+                return Response.failed(
+                    "budget",
+                    f"{where}: not sent, --max_cost {self._budget.max_cost_usd:g} USD "
+                    f"reached (spent {self._budget.spent:.6f})",
+                    **meta,
+                )
             try:
                 reply = self._tracked_call(request, params, first=attempt == 0)
             except Retryable as exc:
                 last, wait = exc, self._wait(attempt, exc.retry_after)
                 if attempt == self.max_retries or wait is None:
                     break
-                log.warning("%s: %s: %s; retry %d/%d in %.2f s", self.name, where, self.redact(exc), attempt + 1,
-                            self.max_retries, wait)
+                log.warning(
+                    "%s: %s: %s; retry %d/%d in %.2f s",
+                    self.name,
+                    where,
+                    self.redact(exc),
+                    attempt + 1,
+                    self.max_retries,
+                    wait,
+                )
                 with self._lock:
                     self.stats["retries"] += 1
                 time.sleep(wait)
@@ -436,10 +495,17 @@ class APIAdapter(Adapter):
                 return Response.failed("error", f"{where}: {self.redact(repr(exc))}", **meta, attempts=attempt + 1)
             return self._response(reply, meta, params, attempt + 1, where)
         too_long = last is not None and last.retry_after is not None and last.retry_after > self.max_retry_delay
-        why = (f"the provider asked to wait {last.retry_after:.0f} s (> max_retry_delay {self.max_retry_delay:g})"
-               if too_long else f"{self.max_retries + 1} attempts")
-        return Response.failed("retries_exhausted", f"{where}: gave up after {why}: {self.redact(last)}", **meta,
-                               attempts=self.max_retries + 1 if not too_long else attempt + 1)
+        why = (
+            f"the provider asked to wait {last.retry_after:.0f} s (> max_retry_delay {self.max_retry_delay:g})"
+            if too_long
+            else f"{self.max_retries + 1} attempts"
+        )
+        return Response.failed(
+            "retries_exhausted",
+            f"{where}: gave up after {why}: {self.redact(last)}",
+            **meta,
+            attempts=self.max_retries + 1 if not too_long else attempt + 1,
+        )
 
     def _tracked_call(self, request: Request, params: GenParams, first: bool) -> Reply:
         with self._lock:
@@ -458,11 +524,17 @@ class APIAdapter(Adapter):
         """Seconds before the next attempt; None when the provider asks for more than allowed."""
         if retry_after is not None:
             return None if retry_after > self.max_retry_delay else retry_after
-        return min(self.retry_delay * 2 ** attempt, self.max_retry_delay)
+        return min(self.retry_delay * 2**attempt, self.max_retry_delay)
 
     def _response(self, reply: Reply, meta: dict, params: GenParams, attempts: int, where: str) -> Response:
-        meta = {**meta, "usage": reply.usage, "model": reply.model, "finish_reason": reply.finish_reason,
-                "attempts": attempts, **reply.extra}
+        meta = {
+            **meta,
+            "usage": reply.usage,
+            "model": reply.model,
+            "finish_reason": reply.finish_reason,
+            "attempts": attempts,
+            **reply.extra,
+        }
         priced_id = reply.model if self.prices.lookup(reply.model) else self.model
         cost = self._budget.charge(priced_id, reply.usage) if self._budget else self.prices.cost(priced_id, reply.usage)
         if cost is not None:
@@ -470,8 +542,9 @@ class APIAdapter(Adapter):
         if reply.failure:
             detail = f": {self.redact(reply.detail)}" if reply.detail else ""
             log.warning("%s: %s: %s%s", self.name, where, reply.failure, detail)
-            return Response.failed(reply.failure, f"{where}: {reply.failure} (finish_reason "
-                                                  f"{reply.finish_reason}){detail}", **meta)
+            return Response.failed(
+                reply.failure, f"{where}: {reply.failure} (finish_reason {reply.finish_reason}){detail}", **meta
+            )
         return Response(truncate_at(reply.text, params.stops), meta=meta)
 
     def _persist(self, request: Request, response: Response) -> None:
@@ -516,16 +589,23 @@ class APIAdapter(Adapter):
                 unbounded += 1
             else:
                 max_out += cap
-        out = {"requests": len(requests), "over_limit": over, "audio_s": round(audio_s, 3),
-               "est_audio_tokens": audio_tokens, "est_text_tokens": text_tokens,
-               "max_completion_tokens": None if unbounded else max_out, "audio_tokens_per_s": per_s,
-               "est_cost_usd": None}
+        out = {
+            "requests": len(requests),
+            "over_limit": over,
+            "audio_s": round(audio_s, 3),
+            "est_audio_tokens": audio_tokens,
+            "est_text_tokens": text_tokens,
+            "max_completion_tokens": None if unbounded else max_out,
+            "audio_tokens_per_s": per_s,
+            "est_cost_usd": None,
+        }
         if price is None:
             out["cost_missing_reason"] = f"no price for model {self.model!r} in {self.prices.source}"
         elif unbounded:
             out["cost_missing_reason"] = f"{unbounded} requests have no output cap (max_new_tokens): cost unbounded"
         else:
-            out["est_cost_usd"] = round((text_tokens * price.input_text + audio_tokens * price.input_audio
-                                         + max_out * price.output) / 1e6, 6)
+            out["est_cost_usd"] = round(
+                (text_tokens * price.input_text + audio_tokens * price.input_audio + max_out * price.output) / 1e6, 6
+            )
             out["price"] = {"model": price.pattern, "estimated": list(price.estimated)}
         return out

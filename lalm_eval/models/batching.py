@@ -75,8 +75,9 @@ def plan_batches(requests: Sequence, max_batch: int, max_audio_seconds: float | 
     return batches
 
 
-def replan(requests: Sequence, batches: list[list[int]], max_batch: int,
-           max_audio_seconds: float | None) -> list[list[int]]:
+def replan(
+    requests: Sequence, batches: list[list[int]], max_batch: int, max_audio_seconds: float | None
+) -> list[list[int]]:
     """The batches not yet run, re-cut under a new cap (``batch_size="auto"`` after an OOM)."""
     rest = [i for b in batches for i in b]
     plan = plan_batches([requests[i] for i in rest], max_batch, max_audio_seconds)

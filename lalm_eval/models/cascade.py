@@ -96,21 +96,46 @@ class CascadeAdapter(Adapter):
     name = "cascade"
     MULTI_AUDIO = False
 
-    def __init__(self, enrollment: str | None = None, encoder: str = "resemblyzer", encoder_source: str | None = None,
-                 device: str = "cpu", min_speech_s=1.0, window_s=1.6, hop_s=0.8, vad_mode=2, median=3,
-                 threshold=None, cluster_threshold=None, calibration: str = "multi", answers: str | None = None,
-                 embed_cache: str | None = None, max_cached_audios=256, threads=None, cache_dir: str | None = None):
+    def __init__(
+        self,
+        enrollment: str | None = None,
+        encoder: str = "resemblyzer",
+        encoder_source: str | None = None,
+        device: str = "cpu",
+        min_speech_s=1.0,
+        window_s=1.6,
+        hop_s=0.8,
+        vad_mode=2,
+        median=3,
+        threshold=None,
+        cluster_threshold=None,
+        calibration: str = "multi",
+        answers: str | None = None,
+        embed_cache: str | None = None,
+        max_cached_audios=256,
+        threads=None,
+        cache_dir: str | None = None,
+    ):
         super().__init__()
         if not enrollment:
-            raise ConfigError("cascade: model argument 'enrollment' (speaker folders or an enrollment dataset) "
-                              "is required")
+            raise ConfigError(
+                "cascade: model argument 'enrollment' (speaker folders or an enrollment dataset) is required"
+            )
         self.enrollment_path = str(enrollment)
         self.min_speech_s = _float("min_speech_s", min_speech_s, 1.0)
-        self.cfg = SegmenterConfig(window_s=_float("window_s", window_s, 1.6), hop_s=_float("hop_s", hop_s, 0.8),
-                                   vad_mode=int(_float("vad_mode", vad_mode, 2)),
-                                   median=int(_float("median", median, 3)))
-        if not (0 <= self.cfg.vad_mode <= 3) or self.cfg.hop_s <= 0 or self.cfg.window_s < self.cfg.min_window_s \
-                or self.cfg.median < 1 or self.min_speech_s < 0:
+        self.cfg = SegmenterConfig(
+            window_s=_float("window_s", window_s, 1.6),
+            hop_s=_float("hop_s", hop_s, 0.8),
+            vad_mode=int(_float("vad_mode", vad_mode, 2)),
+            median=int(_float("median", median, 3)),
+        )
+        if (
+            not (0 <= self.cfg.vad_mode <= 3)
+            or self.cfg.hop_s <= 0
+            or self.cfg.window_s < self.cfg.min_window_s
+            or self.cfg.median < 1
+            or self.min_speech_s < 0
+        ):
             raise ConfigError(f"cascade: invalid segmentation {self.cfg.to_dict()} / min_speech_s={self.min_speech_s}")
         if calibration not in ("multi", "clean"):
             raise ConfigError(f"cascade: calibration={calibration!r}; use 'multi' (clean + augmented) or 'clean'")
@@ -132,8 +157,9 @@ class CascadeAdapter(Adapter):
         if not clips:
             raise ConfigError(f"enrollment {self.enrollment_path!r}: no clips found")
         self.enrollment = enroll(clips, self.encoder, self.enrollment_path)
-        self.calibration = calibrate(self.enrollment, clips, self.encoder, self.cfg,
-                                     CALIBRATION_AUGMENTATION if calibration == "multi" else None)
+        self.calibration = calibrate(
+            self.enrollment, clips, self.encoder, self.cfg, CALIBRATION_AUGMENTATION if calibration == "multi" else None
+        )
         override, cluster_override = _float("threshold", threshold), _float("cluster_threshold", cluster_threshold)
         self.threshold = self.calibration["threshold"] if override is None else override
         self.cluster_threshold = self.calibration["cluster_threshold"] if cluster_override is None else cluster_override
@@ -145,17 +171,31 @@ class CascadeAdapter(Adapter):
         self._transcripts: _LRU = _LRU(4 * size)
         self.counters: collections.Counter = collections.Counter()
         self._undeclared_tasks: set[str] = set()
-        log.info("cascade: %d subjects, threshold %.3f (calibration EER %.3f)", len(self.enrollment.names),
-                 self.threshold, self.calibration["eer"])
+        log.info(
+            "cascade: %d subjects, threshold %.3f (calibration EER %.3f)",
+            len(self.enrollment.names),
+            self.threshold,
+            self.calibration["eer"],
+        )
 
     # ---- identity -------------------------------------------------------------------------------
     def identity(self) -> dict:
-        return {"name": self.name, "encoder": self.encoder.name, "enrollment": self.enrollment.fingerprint,
-                "subjects": list(self.enrollment.names), "threshold": self.threshold,
-                "calibration_eer": self.calibration["eer"], "calibration": self.calibration["conditions"],
-                "cluster_threshold": self.cluster_threshold,
-                "min_speech_s": self.min_speech_s, "window_s": self.cfg.window_s, "hop_s": self.cfg.hop_s,
-                "segmenter": self.cfg.to_dict(), "asr": self.asr.name, "answers_sha256": self.book.sha256}
+        return {
+            "name": self.name,
+            "encoder": self.encoder.name,
+            "enrollment": self.enrollment.fingerprint,
+            "subjects": list(self.enrollment.names),
+            "threshold": self.threshold,
+            "calibration_eer": self.calibration["eer"],
+            "calibration": self.calibration["conditions"],
+            "cluster_threshold": self.cluster_threshold,
+            "min_speech_s": self.min_speech_s,
+            "window_s": self.cfg.window_s,
+            "hop_s": self.cfg.hop_s,
+            "segmenter": self.cfg.to_dict(),
+            "asr": self.asr.name,
+            "answers_sha256": self.book.sha256,
+        }
 
     # ---- generation -----------------------------------------------------------------------------
     def generate(self, requests: list[Request], batch_size: int | str = 1) -> list[Response]:
@@ -184,9 +224,12 @@ class CascadeAdapter(Adapter):
             self.counters["undeclared_kind"] += 1
             if req.task not in self._undeclared_tasks:
                 self._undeclared_tasks.add(req.task)
-                log.warning("cascade: task %r declares no metadata.answer_kind: answered 'cannot determine' "
-                            "(counted as undeclared_kind); declare one of %s in its YAML metadata",
-                            req.task, sorted(self.book.kinds))
+                log.warning(
+                    "cascade: task %r declares no metadata.answer_kind: answered 'cannot determine' "
+                    "(counted as undeclared_kind); declare one of %s in its YAML metadata",
+                    req.task,
+                    sorted(self.book.kinds),
+                )
         elif declared not in self.book.kinds:
             self.counters[f"unsupported_kind:{declared}"] += 1
         if kind == "cannot_determine":
@@ -197,8 +240,9 @@ class CascadeAdapter(Adapter):
         audio = _test_audio(req)
         if kind == "speaker_counting":
             n = self.clustering(audio).n_speakers
-            text = self.book.text(lang, "speaker_count_one" if n == 1 else "speaker_count", n=n,
-                                  n_word=self.book.number(lang, n))
+            text = self.book.text(
+                lang, "speaker_count_one" if n == 1 else "speaker_count", n=n, n_word=self.book.number(lang, n)
+            )
         elif kind == "dialogue_transcription":
             text = self._transcription(audio, lang)
         else:
@@ -230,7 +274,8 @@ class CascadeAdapter(Adapter):
             if len(names) == 1:
                 return self.book.text(lang, "single_present" if present[names[0]] else "single_absent", name=names[0])
             return self.book.raw(lang, "joiner").join(
-                self.book.text(lang, "present" if present[n] else "absent", name=n) for n in names)
+                self.book.text(lang, "present" if present[n] else "absent", name=n) for n in names
+            )
         target = names[0]  # captioning / reasoning: about one person, the first named
         if not present[target]:
             return self.book.text(lang, "refusal", name=target)
@@ -238,8 +283,11 @@ class CascadeAdapter(Adapter):
             self.counters["no_asr"] += 1
             return self.book.text(lang, "no_asr", name=target)
         words = self.transcript(audio, analysis, index[target])
-        return self.book.text(lang, "says", name=target, text=words) if words else \
-            self.book.text(lang, "says_nothing_recognised", name=target)
+        return (
+            self.book.text(lang, "says", name=target, text=words)
+            if words
+            else self.book.text(lang, "says_nothing_recognised", name=target)
+        )
 
     def _transcription(self, audio: np.ndarray, lang: str) -> str:
         if lang != "en":
@@ -253,8 +301,11 @@ class CascadeAdapter(Adapter):
         for k in range(clustering.n_speakers):
             spans = [(s.start, s.end) for s in clustering.segments if s.label == k]
             items.append(self.book.text(lang, "transcription_item", index=k + 1, text=self._asr(audio, spans)))
-        return (self.book.raw(lang, "transcription_open") + self.book.raw(lang, "transcription_separator").join(items)
-                + self.book.raw(lang, "transcription_close"))
+        return (
+            self.book.raw(lang, "transcription_open")
+            + self.book.raw(lang, "transcription_separator").join(items)
+            + self.book.raw(lang, "transcription_close")
+        )
 
     # ---- cached analyses ------------------------------------------------------------------------
     def analysis(self, audio: np.ndarray) -> AudioAnalysis:
@@ -264,14 +315,16 @@ class CascadeAdapter(Adapter):
             self._analyses.move_to_end(key)
             return self._analyses[key]
         self.counters["audios_analysed"] += 1
-        return self._analyses.put(key, analyse(audio, AUDIO_SR, self.encoder, self.enrollment.centroids,
-                                               self.threshold, self.cfg))
+        return self._analyses.put(
+            key, analyse(audio, AUDIO_SR, self.encoder, self.enrollment.centroids, self.threshold, self.cfg)
+        )
 
     def clustering(self, audio: np.ndarray) -> Clustering:
         key = audio_hash(audio, AUDIO_SR)
         if key not in self._clusterings:
-            self._clusterings.put(key, cluster(self.analysis(audio), AUDIO_SR, self.cluster_threshold,
-                                               self.min_speech_s, self.cfg.median))
+            self._clusterings.put(
+                key, cluster(self.analysis(audio), AUDIO_SR, self.cluster_threshold, self.min_speech_s, self.cfg.median)
+            )
         return self._clusterings[key]
 
     def transcript(self, audio: np.ndarray, analysis: AudioAnalysis, subject: int) -> str:

@@ -53,8 +53,20 @@ from lalm_eval.models.api_base import (
 )
 
 #: finish / block reasons that are the provider's filters (anything not listed and not normal is an error)
-FILTER_REASONS = frozenset({"SAFETY", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "RECITATION", "IMAGE_SAFETY",
-                            "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "MODEL_ARMOR", "JAILBREAK"})
+FILTER_REASONS = frozenset(
+    {
+        "SAFETY",
+        "BLOCKLIST",
+        "PROHIBITED_CONTENT",
+        "SPII",
+        "RECITATION",
+        "IMAGE_SAFETY",
+        "IMAGE_PROHIBITED_CONTENT",
+        "IMAGE_RECITATION",
+        "MODEL_ARMOR",
+        "JAILBREAK",
+    }
+)
 REFUSAL_REASONS = frozenset({"LANGUAGE"})
 NORMAL_REASONS = frozenset({"STOP", "MAX_TOKENS", "FINISH_REASON_UNSPECIFIED"})
 
@@ -80,27 +92,43 @@ class GeminiAdapter(APIAdapter):
     KEY_ENVS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     DEFAULT_MAX_REQUEST_MB = 20.0
     AUDIO_TOKENS_PER_S = 32.0  # documented by Google
-    GEN_FIELDS = {"max_new_tokens": "max_output_tokens", "temperature": "temperature", "top_p": "top_p",
-                  "top_k": "top_k", "seed": "seed", "presence_penalty": "presence_penalty",
-                  "frequency_penalty": "frequency_penalty"}
+    GEN_FIELDS = {
+        "max_new_tokens": "max_output_tokens",
+        "temperature": "temperature",
+        "top_p": "top_p",
+        "top_k": "top_k",
+        "seed": "seed",
+        "presence_penalty": "presence_penalty",
+        "frequency_penalty": "frequency_penalty",
+    }
 
-    def __init__(self, model: str | None = None, thinking_budget: int | None = None, thinking_level: str | None = None,
-                 include_thoughts: bool | str = False, api_version: str | None = None, cache_dir: str | None = None,
-                 **kwargs):
+    def __init__(
+        self,
+        model: str | None = None,
+        thinking_budget: int | None = None,
+        thinking_level: str | None = None,
+        include_thoughts: bool | str = False,
+        api_version: str | None = None,
+        cache_dir: str | None = None,
+        **kwargs,
+    ):
         super().__init__(model=model, cache_dir=cache_dir, **kwargs)
         try:
             from google import genai
             from google.genai import errors, types
         except ImportError:
-            raise ConfigError(f"{self.name} needs the 'google-genai' package: pip install 'lalm-eval[gemini]'") from None
+            raise ConfigError(
+                f"{self.name} needs the 'google-genai' package: pip install 'lalm-eval[gemini]'"
+            ) from None
         self._types, self._errors = types, errors
         self._transport = _transport_errors()
         if thinking_budget not in (None, "", "none"):
             try:
                 thinking_budget = int(thinking_budget)
             except (TypeError, ValueError):
-                raise ConfigError(f"{self.name}: model arg thinking_budget={thinking_budget!r} must be an integer "
-                                  "(0 off, -1 dynamic)") from None
+                raise ConfigError(
+                    f"{self.name}: model arg thinking_budget={thinking_budget!r} must be an integer (0 off, -1 dynamic)"
+                ) from None
         else:
             thinking_budget = None
         self.thinking_budget = thinking_budget
@@ -108,14 +136,22 @@ class GeminiAdapter(APIAdapter):
         self.include_thoughts = str(include_thoughts).strip().lower() in ("1", "true", "yes")
         self.api_version = None if api_version in (None, "") else str(api_version)
         custom = kwargs.get("base_url") not in (None, "")
-        options = types.HttpOptions(base_url=self.base_url + "/" if custom else None, api_version=self.api_version,
-                                    timeout=int(self.timeout * 1000), retry_options=types.HttpRetryOptions(attempts=1),
-                                    client_args={"trust_env": False} if self.loopback else None)
+        options = types.HttpOptions(
+            base_url=self.base_url + "/" if custom else None,
+            api_version=self.api_version,
+            timeout=int(self.timeout * 1000),
+            retry_options=types.HttpRetryOptions(attempts=1),
+            client_args={"trust_env": False} if self.loopback else None,
+        )
         self._client = genai.Client(api_key=self._key or "EMPTY", http_options=options)
 
     def settings(self) -> dict:
-        return {"thinking_budget": self.thinking_budget, "thinking_level": self.thinking_level,
-                "include_thoughts": self.include_thoughts, "api_version": self.api_version}
+        return {
+            "thinking_budget": self.thinking_budget,
+            "thinking_level": self.thinking_level,
+            "include_thoughts": self.include_thoughts,
+            "api_version": self.api_version,
+        }
 
     def max_output_tokens(self, params: GenParams) -> int | None:
         """The output cap plus a positive thinking budget (thinking tokens are billed as output)."""
@@ -130,9 +166,17 @@ class GeminiAdapter(APIAdapter):
             if role == "system":
                 system += [text for kind, text in parts if kind == "text"]
                 continue
-            contents.append(types.Content(role="model" if role == "assistant" else "user", parts=[
-                types.Part.from_text(text=value) if kind == "text" else
-                types.Part.from_bytes(data=value, mime_type="audio/wav") for kind, value in parts]))
+            contents.append(
+                types.Content(
+                    role="model" if role == "assistant" else "user",
+                    parts=[
+                        types.Part.from_text(text=value)
+                        if kind == "text"
+                        else types.Part.from_bytes(data=value, mime_type="audio/wav")
+                        for kind, value in parts
+                    ],
+                )
+            )
         return contents, "\n".join(system) if system else None
 
     def call(self, request: Request, params: GenParams) -> Reply:
@@ -140,11 +184,17 @@ class GeminiAdapter(APIAdapter):
         contents, system = self.contents(request)
         thinking = None
         if self.thinking_budget is not None or self.thinking_level or self.include_thoughts:
-            thinking = types.ThinkingConfig(thinking_budget=self.thinking_budget, thinking_level=self.thinking_level,
-                                            include_thoughts=self.include_thoughts or None)
+            thinking = types.ThinkingConfig(
+                thinking_budget=self.thinking_budget,
+                thinking_level=self.thinking_level,
+                include_thoughts=self.include_thoughts or None,
+            )
         config = types.GenerateContentConfig(
-            system_instruction=system, thinking_config=thinking, **params.fields,
-            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True))  # no tools here
+            system_instruction=system,
+            thinking_config=thinking,
+            **params.fields,
+            automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+        )  # no tools here
         try:
             response = self._client.models.generate_content(model=self.model, contents=contents, config=config)
         except self._errors.APIError as exc:
@@ -167,8 +217,9 @@ class GeminiAdapter(APIAdapter):
         blocked = _name(getattr(feedback, "block_reason", None))
         if blocked:
             detail = getattr(feedback, "block_reason_message", None) or f"prompt blocked: {blocked}"
-            return Reply(None, usage, model, blocked, "refusal" if blocked in REFUSAL_REASONS else "content_filter",
-                         detail)
+            return Reply(
+                None, usage, model, blocked, "refusal" if blocked in REFUSAL_REASONS else "content_filter", detail
+            )
         if not response.candidates:
             return Reply(None, usage, model, None, "error", "reply has no candidates")
         candidate = response.candidates[0]
@@ -192,9 +243,13 @@ def _usage(meta) -> dict:
     if meta is None:
         return {}
     out = {}
-    for field, key in (("prompt_token_count", "prompt_tokens"), ("candidates_token_count", "completion_tokens"),
-                       ("thoughts_token_count", "thoughts_tokens"), ("cached_content_token_count", "cached_tokens"),
-                       ("total_token_count", "total_tokens")):
+    for field, key in (
+        ("prompt_token_count", "prompt_tokens"),
+        ("candidates_token_count", "completion_tokens"),
+        ("thoughts_token_count", "thoughts_tokens"),
+        ("cached_content_token_count", "cached_tokens"),
+        ("total_token_count", "total_tokens"),
+    ):
         if getattr(meta, field, None) is not None:
             out[key] = getattr(meta, field)
     for detail in getattr(meta, "prompt_tokens_details", None) or ():

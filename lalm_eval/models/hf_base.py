@@ -56,9 +56,18 @@ from lalm_eval.models.long_audio import LongAudioError, fit_request, resolve_pol
 
 log = logging.getLogger(__name__)
 #: small files fetched to resolve a Hub id's commit (the identity of a Hub model is its commit)
-HASHED_FILES = ("config.json", "generation_config.json", "preprocessor_config.json", "processor_config.json",
-                "chat_template.jinja", "chat_template.json", "tokenizer_config.json", "tokenizer.json",
-                "model.safetensors.index.json", "pytorch_model.bin.index.json")
+HASHED_FILES = (
+    "config.json",
+    "generation_config.json",
+    "preprocessor_config.json",
+    "processor_config.json",
+    "chat_template.jinja",
+    "chat_template.json",
+    "tokenizer_config.json",
+    "tokenizer.json",
+    "model.safetensors.index.json",
+    "pytorch_model.bin.index.json",
+)
 
 
 def fingerprint(pretrained: str) -> str:
@@ -115,9 +124,17 @@ class HFAudioAdapter(Adapter):
     ONE_ROW_PER_AUDIO = False  # check that the features have exactly one row per audio
     AUDIO_PART_KEY: str | None = "audio"  # key added to {"type": "audio"} parts, for templates testing it
 
-    def __init__(self, pretrained: str, device: str = "auto", dtype: str = "auto",
-                 max_audio_seconds_per_batch: float | str | None = None, trust_remote_code: bool | str = False,
-                 long_audio: str | None = None, peft: str | None = None, soft_prompts: str | None = None):
+    def __init__(
+        self,
+        pretrained: str,
+        device: str = "auto",
+        dtype: str = "auto",
+        max_audio_seconds_per_batch: float | str | None = None,
+        trust_remote_code: bool | str = False,
+        long_audio: str | None = None,
+        peft: str | None = None,
+        soft_prompts: str | None = None,
+    ):
         super().__init__()
         if not pretrained:
             raise ConfigError(f"{self.name}: model argument 'pretrained' (a folder or Hub id) is required")
@@ -134,22 +151,32 @@ class HFAudioAdapter(Adapter):
         self.soft_prompts_path = str(soft_prompts) if soft_prompts else None
         self.soft_prompts = None  # lalm_eval.training.soft_prompts.SoftPrompts, loaded on first use
         if self.peft and not (Path(self.peft).expanduser() / "adapter_config.json").is_file():
-            raise ConfigError(f"{self.name}: peft={self.peft}: no adapter_config.json there (a peft adapter folder, "
-                              f"e.g. the output_dir of `lalm-eval train --recipe lora_*`)")
+            raise ConfigError(
+                f"{self.name}: peft={self.peft}: no adapter_config.json there (a peft adapter folder, "
+                f"e.g. the output_dir of `lalm-eval train --recipe lora_*`)"
+            )
 
     def identity(self) -> dict:
         """Computed once per adapter (it hashes files); loads no weights."""
         self._identity = self._identity or {
-            "name": self.name, "pretrained": self.pretrained, "config_hash": fingerprint(self.pretrained),
-            "dtype": self.dtype, "transformers": _transformers_version(), "long_audio": self.long_audio}
+            "name": self.name,
+            "pretrained": self.pretrained,
+            "config_hash": fingerprint(self.pretrained),
+            "dtype": self.dtype,
+            "transformers": _transformers_version(),
+            "long_audio": self.long_audio,
+        }
         if self.peft and "peft_hash" not in self._identity:
-            self._identity.update(peft=self.peft, peft_hash=_folder_hash(Path(self.peft).expanduser(),
-                                                                         ("adapter_config.json", "adapter_model.*")))
+            self._identity.update(
+                peft=self.peft,
+                peft_hash=_folder_hash(Path(self.peft).expanduser(), ("adapter_config.json", "adapter_model.*")),
+            )
         if self.soft_prompts_path and "soft_prompts_hash" not in self._identity:
             from lalm_eval.training.soft_prompts import fingerprint_folder
 
-            self._identity.update(soft_prompts=self.soft_prompts_path,
-                                  soft_prompts_hash=fingerprint_folder(self.soft_prompts_path))
+            self._identity.update(
+                soft_prompts=self.soft_prompts_path, soft_prompts_hash=fingerprint_folder(self.soft_prompts_path)
+            )
         return dict(self._identity)
 
     @property
@@ -168,8 +195,9 @@ class HFAudioAdapter(Adapter):
         return self._processor
 
     tokenizer = property(lambda self: getattr(self.processor, "tokenizer", self.processor))
-    sampling_rate = property(lambda self: int(getattr(getattr(self.processor, "feature_extractor", None),
-                                                      "sampling_rate", None) or AUDIO_SR))
+    sampling_rate = property(
+        lambda self: int(getattr(getattr(self.processor, "feature_extractor", None), "sampling_rate", None) or AUDIO_SR)
+    )
 
     #: ``auto_map`` entries of a remote-code model, in the order tried (``from_pretrained`` of that
     #: Auto class then imports the model's own code from its folder)
@@ -190,15 +218,21 @@ class HFAudioAdapter(Adapter):
         auto_map = raw.get("auto_map") or {}
         if auto_map:
             if not self.trust_remote_code:
-                raise ConfigError(f"{self.pretrained}/config.json: {name or 'the model'} is remote code (auto_map: "
-                                  f"{sorted(auto_map)}); pass trust_remote_code=true to run the model's own code")
+                raise ConfigError(
+                    f"{self.pretrained}/config.json: {name or 'the model'} is remote code (auto_map: "
+                    f"{sorted(auto_map)}); pass trust_remote_code=true to run the model's own code"
+                )
             for key in self.REMOTE_AUTO_CLASSES:
                 if key in auto_map:
                     return getattr(transformers, key)
-            raise ConfigError(f"{self.pretrained}/config.json: auto_map has no model class among "
-                              f"{list(self.REMOTE_AUTO_CLASSES)} (has {sorted(auto_map)})")
-        raise ConfigError(f"{self.pretrained}/config.json: field 'architectures': {name!r} is not a class "
-                          f"of transformers {transformers.__version__}")
+            raise ConfigError(
+                f"{self.pretrained}/config.json: auto_map has no model class among "
+                f"{list(self.REMOTE_AUTO_CLASSES)} (has {sorted(auto_map)})"
+            )
+        raise ConfigError(
+            f"{self.pretrained}/config.json: field 'architectures': {name!r} is not a class "
+            f"of transformers {transformers.__version__}"
+        )
 
     def load_processor(self):
         import transformers
@@ -215,8 +249,9 @@ class HFAudioAdapter(Adapter):
         if self._model is not None:
             return
         cls, tok = self.resolve_model_class(), self.tokenizer
-        model = cls.from_pretrained(self.pretrained, dtype=self.torch_dtype, device_map=self.device,
-                                    trust_remote_code=self.trust_remote_code)
+        model = cls.from_pretrained(
+            self.pretrained, dtype=self.torch_dtype, device_map=self.device, trust_remote_code=self.trust_remote_code
+        )
         if model.generation_config.pad_token_id is None:
             model.generation_config.pad_token_id = tok.pad_token_id
         if self.peft:
@@ -229,12 +264,23 @@ class HFAudioAdapter(Adapter):
     def convert_messages(self, messages) -> list[dict]:
         """Our messages → what the chat template expects (audio parts get ``AUDIO_PART_KEY``)."""
         key, count = self.AUDIO_PART_KEY, iter(range(1, 1 << 30))
-        return [{**m, "content": [{key: f"audio_{next(count)}.wav", **p} if key and p.get("type") == "audio" else p
-                                  for p in m["content"]]} if _parts(m) else m for m in messages]
+        return [
+            {
+                **m,
+                "content": [
+                    {key: f"audio_{next(count)}.wav", **p} if key and p.get("type") == "audio" else p
+                    for p in m["content"]
+                ],
+            }
+            if _parts(m)
+            else m
+            for m in messages
+        ]
 
     def render_prompt(self, request: Request) -> str:
-        return self.processor.apply_chat_template(self.convert_messages(request.messages), tokenize=False,
-                                                  add_generation_prompt=True)
+        return self.processor.apply_chat_template(
+            self.convert_messages(request.messages), tokenize=False, add_generation_prompt=True
+        )
 
     def prepare_audio(self, audio, request: Request) -> np.ndarray:
         where = f"task {request.task!r} doc {request.doc_id}"
@@ -259,8 +305,9 @@ class HFAudioAdapter(Adapter):
         for r in requests:
             n_parts = sum(p.get("type") == "audio" for m in r.messages for p in _parts(m))
             if n_parts != len(r.audios):
-                raise ConfigError(f"task {r.task!r} doc {r.doc_id}: {n_parts} audio parts in the messages, "
-                                  f"{len(r.audios)} audios")
+                raise ConfigError(
+                    f"task {r.task!r} doc {r.doc_id}: {n_parts} audio parts in the messages, {len(r.audios)} audios"
+                )
         texts = [self.render_prompt(r) for r in requests]
         audios = [self.prepare_audio(a, r) for r in requests for a in r.audios]
         kwargs = dict(text=texts, return_tensors="pt", padding=True)
@@ -272,8 +319,10 @@ class HFAudioAdapter(Adapter):
         """Fail loudly when audio was sent but no audio features came back (the ``audios=`` trap)."""
         keys = [k for k in self.AUDIO_KEYS if k in inputs]
         if n_audios and not keys:
-            raise LalmEvalError(f"{type(self.processor).__name__} returned no audio features "
-                                f"({sorted(inputs)}) for {n_audios} audios: it ignored the audio")
+            raise LalmEvalError(
+                f"{type(self.processor).__name__} returned no audio features "
+                f"({sorted(inputs)}) for {n_audios} audios: it ignored the audio"
+            )
         if n_audios and self.ONE_ROW_PER_AUDIO and inputs[keys[0]].shape[0] != n_audios:
             raise LalmEvalError(f"{keys[0]} has {inputs[keys[0]].shape[0]} rows for {n_audios} audios")
         return inputs
@@ -284,8 +333,12 @@ class HFAudioAdapter(Adapter):
 
         gen_kwargs, stops = split_gen_kwargs(requests[0].gen_kwargs)
         inputs, model = self.build_inputs(requests), self.model
-        inputs = {k: (v.to(self.device, self.torch_dtype) if v.is_floating_point() else v.to(self.device))
-                  if torch.is_tensor(v) else v for k, v in inputs.items()}
+        inputs = {
+            k: (v.to(self.device, self.torch_dtype) if v.is_floating_point() else v.to(self.device))
+            if torch.is_tensor(v)
+            else v
+            for k, v in inputs.items()
+        }
         soft, splice = self.load_soft_prompts(), None
         if soft is not None:
             soft.attach(model)
@@ -294,7 +347,7 @@ class HFAudioAdapter(Adapter):
             out = model.generate(**inputs, **gen_kwargs)
         out = getattr(out, "sequences", out)
         if not getattr(model.config, "is_encoder_decoder", False):
-            out = out[:, inputs["input_ids"].shape[1]:]
+            out = out[:, inputs["input_ids"].shape[1] :]
         return [truncate_at(t, stops) for t in self.tokenizer.batch_decode(out, skip_special_tokens=True)]
 
     def _alone(self, request: Request, exc: Exception | None = None) -> Response:
@@ -317,8 +370,14 @@ class HFAudioAdapter(Adapter):
                 refused[i] = Response.failed("audio_over_limit", str(exc))
                 continue
             if meta["truncated"]:
-                log.info("%s: task %r doc %s: %.1f s of audio, %.1f s heard (long_audio=truncate)",
-                         self.name, req.task, req.doc_id, meta["audio_s"], meta["seen_s"])
+                log.info(
+                    "%s: task %r doc %s: %.1f s of audio, %.1f s heard (long_audio=truncate)",
+                    self.name,
+                    req.task,
+                    req.doc_id,
+                    meta["audio_s"],
+                    meta["seen_s"],
+                )
             kept.append(i)
             fitted.append(req)
             metas.append(meta)

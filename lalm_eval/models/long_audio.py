@@ -43,14 +43,21 @@ def resolve_policy(value: str | None, default: str, scope: str, where: str) -> s
     if policy not in LONG_AUDIO_POLICIES:
         raise ConfigError(f"{where}: model arg long_audio={value!r}; choose one of {', '.join(LONG_AUDIO_POLICIES)}")
     if policy == "chunk" and scope != "per_audio":
-        raise ConfigError(f"{where}: long_audio=chunk needs a per-audio limit; this model's limit is per request "
-                          "(use refuse or truncate)")
+        raise ConfigError(
+            f"{where}: long_audio=chunk needs a per-audio limit; this model's limit is per request "
+            "(use refuse or truncate)"
+        )
     return policy
 
 
 def _audio_part_positions(messages) -> list[tuple[int, int]]:
-    return [(m, p) for m, msg in enumerate(messages) if isinstance(msg.get("content"), (list, tuple))
-            for p, part in enumerate(msg["content"]) if isinstance(part, dict) and part.get("type") == "audio"]
+    return [
+        (m, p)
+        for m, msg in enumerate(messages)
+        if isinstance(msg.get("content"), (list, tuple))
+        for p, part in enumerate(msg["content"])
+        if isinstance(part, dict) and part.get("type") == "audio"
+    ]
 
 
 def _replace_parts(messages, pieces_per_audio: list[int]) -> tuple[dict, ...]:
@@ -91,19 +98,23 @@ def fit_request(request: Request, limit_s: float | None, scope: str, policy: str
     longest = max(lengths) if scope == "per_audio" else total
     what = "an audio part" if scope == "per_audio" else "the request's audio"
     if policy == "refuse":
-        raise LongAudioError(f"{where}: {what} is {longest / AUDIO_SR:.1f} s, over the model's limit of "
-                             f"{limit_s:g} s (long_audio=refuse; use truncate or chunk to send it anyway)")
+        raise LongAudioError(
+            f"{where}: {what} is {longest / AUDIO_SR:.1f} s, over the model's limit of "
+            f"{limit_s:g} s (long_audio=refuse; use truncate or chunk to send it anyway)"
+        )
     if policy == "chunk":
         if scope != "per_audio":
             raise ConfigError(f"{where}: long_audio=chunk needs a per-audio limit")
         pieces, counts = [], []
         for audio in request.audios:
             n = max(1, math.ceil(len(audio) / cap))
-            pieces += [np.asarray(audio[i * cap:(i + 1) * cap]) for i in range(n)]
+            pieces += [np.asarray(audio[i * cap : (i + 1) * cap]) for i in range(n)]
             counts.append(n)
         if len(_audio_part_positions(request.messages)) != len(request.audios):
-            raise ConfigError(f"{where}: {len(_audio_part_positions(request.messages))} audio parts in the "
-                              f"messages, {len(request.audios)} audios")
+            raise ConfigError(
+                f"{where}: {len(_audio_part_positions(request.messages))} audio parts in the "
+                f"messages, {len(request.audios)} audios"
+            )
         fitted = dataclasses.replace(request, audios=tuple(pieces), messages=_replace_parts(request.messages, counts))
         return fitted, {**meta, "chunks": counts}
     if scope == "per_audio":
@@ -112,11 +123,12 @@ def fit_request(request: Request, limit_s: float | None, scope: str, policy: str
         audios, left = [], cap
         for audio in request.audios:
             if left <= 0:
-                raise LongAudioError(f"{where}: the audio parts before the last fill the model's limit of "
-                                     f"{limit_s:g} s; nothing of the later parts would be heard")
+                raise LongAudioError(
+                    f"{where}: the audio parts before the last fill the model's limit of "
+                    f"{limit_s:g} s; nothing of the later parts would be heard"
+                )
             audios.append(np.asarray(audio[:left]))
             left -= len(audios[-1])
         audios = tuple(audios)
     seen = sum(len(a) for a in audios)
-    return dataclasses.replace(request, audios=audios), {**meta, "seen_s": round(seen / AUDIO_SR, 3),
-                                                         "truncated": True}
+    return dataclasses.replace(request, audios=audios), {**meta, "seen_s": round(seen / AUDIO_SR, 3), "truncated": True}

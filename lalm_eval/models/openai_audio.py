@@ -65,8 +65,15 @@ class OpenAIAudioAdapter(APIAdapter):
     DEFAULT_MAX_REQUEST_MB = 20.0
     AUDIO_TOKENS_PER_S = 10.0
 
-    def __init__(self, model: str | None = None, server: str = "auto", max_tokens_field: str = "max_completion_tokens",
-                 modalities: str = "auto", cache_dir: str | None = None, **kwargs):
+    def __init__(
+        self,
+        model: str | None = None,
+        server: str = "auto",
+        max_tokens_field: str = "max_completion_tokens",
+        modalities: str = "auto",
+        cache_dir: str | None = None,
+        **kwargs,
+    ):
         super().__init__(model=model, cache_dir=cache_dir, **kwargs)
         server = str(server or "auto").strip().lower()
         if server == "auto":
@@ -74,8 +81,10 @@ class OpenAIAudioAdapter(APIAdapter):
         if server not in SERVERS:
             raise ConfigError(f"{self.name}: model arg server={server!r}; choose auto or one of {', '.join(SERVERS)}")
         if max_tokens_field not in MAX_TOKENS_FIELDS:
-            raise ConfigError(f"{self.name}: model arg max_tokens_field={max_tokens_field!r}; choose one of "
-                              f"{', '.join(MAX_TOKENS_FIELDS)}")
+            raise ConfigError(
+                f"{self.name}: model arg max_tokens_field={max_tokens_field!r}; choose one of "
+                f"{', '.join(MAX_TOKENS_FIELDS)}"
+            )
         modalities = str(modalities or "auto").strip().lower()
         if modalities not in ("auto", "text", "none"):
             raise ConfigError(f"{self.name}: model arg modalities={modalities!r}; choose auto, text or none")
@@ -87,15 +96,26 @@ class OpenAIAudioAdapter(APIAdapter):
             raise ConfigError(f"{self.name} needs the 'openai' package: pip install 'lalm-eval[openai]'") from None
         self._openai = openai
         http_client = openai.DefaultHttpx2Client(trust_env=False) if self.loopback else None  # no proxy for 127.0.0.1
-        self._client = openai.OpenAI(api_key=self._key or "EMPTY", base_url=self.base_url, max_retries=0,
-                                     timeout=self.timeout, http_client=http_client)
+        self._client = openai.OpenAI(
+            api_key=self._key or "EMPTY",
+            base_url=self.base_url,
+            max_retries=0,
+            timeout=self.timeout,
+            http_client=http_client,
+        )
 
     def settings(self) -> dict:
         return {"server": self.server, "max_tokens_field": self.max_tokens_field, "modalities": self.modalities}
 
     def gen_fields(self) -> dict[str, str]:
-        table = {"max_new_tokens": self.max_tokens_field, "temperature": "temperature", "top_p": "top_p",
-                 "seed": "seed", "presence_penalty": "presence_penalty", "frequency_penalty": "frequency_penalty"}
+        table = {
+            "max_new_tokens": self.max_tokens_field,
+            "temperature": "temperature",
+            "top_p": "top_p",
+            "seed": "seed",
+            "presence_penalty": "presence_penalty",
+            "frequency_penalty": "frequency_penalty",
+        }
         if self.server == "vllm":
             table.update({k: k for k in _VLLM_EXTRA})
         return table
@@ -108,10 +128,20 @@ class OpenAIAudioAdapter(APIAdapter):
             if role == "system":
                 out.append({"role": role, "content": "\n".join(text for kind, text in parts if kind == "text")})
                 continue
-            out.append({"role": role, "content": [
-                {"type": "text", "text": value} if kind == "text" else
-                {"type": "input_audio", "input_audio": {"data": base64.b64encode(value).decode("ascii"),
-                                                        "format": "wav"}} for kind, value in parts]})
+            out.append(
+                {
+                    "role": role,
+                    "content": [
+                        {"type": "text", "text": value}
+                        if kind == "text"
+                        else {
+                            "type": "input_audio",
+                            "input_audio": {"data": base64.b64encode(value).decode("ascii"), "format": "wav"},
+                        }
+                        for kind, value in parts
+                    ],
+                }
+            )
         return out
 
     def call(self, request: Request, params: GenParams) -> Reply:
@@ -121,8 +151,9 @@ class OpenAIAudioAdapter(APIAdapter):
         if self.modalities:
             body["modalities"] = self.modalities
         try:
-            completion = self._client.chat.completions.create(model=self.model, messages=self.messages(request),
-                                                              extra_body=extra or None, **body)
+            completion = self._client.chat.completions.create(
+                model=self.model, messages=self.messages(request), extra_body=extra or None, **body
+            )
         except openai.APITimeoutError:
             raise Retryable(f"timed out after {self.timeout:g} s") from None
         except openai.APIConnectionError as exc:
@@ -130,8 +161,7 @@ class OpenAIAudioAdapter(APIAdapter):
         except openai.APIStatusError as exc:
             message = _provider_message(exc)
             if exc.status_code in RETRY_STATUS:
-                raise Retryable(f"HTTP {exc.status_code}: {message}",
-                                parse_retry_after(exc.response.headers)) from None
+                raise Retryable(f"HTTP {exc.status_code}: {message}", parse_retry_after(exc.response.headers)) from None
             raise BadRequest(exc.status_code, message) from None
         return self.parse(completion)
 
@@ -168,12 +198,18 @@ def _usage(usage) -> dict:
     """The provider's token counts, only those it reported (see :mod:`lalm_eval.api`)."""
     if usage is None:
         return {}
-    out = {k: getattr(usage, k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")
-           if getattr(usage, k, None) is not None}
+    out = {
+        k: getattr(usage, k)
+        for k in ("prompt_tokens", "completion_tokens", "total_tokens")
+        if getattr(usage, k, None) is not None
+    }
     prompt = getattr(usage, "prompt_tokens_details", None)
     completion = getattr(usage, "completion_tokens_details", None)
-    for details, field, key in ((prompt, "audio_tokens", "audio_tokens"), (prompt, "cached_tokens", "cached_tokens"),
-                                (completion, "reasoning_tokens", "reasoning_tokens")):
+    for details, field, key in (
+        (prompt, "audio_tokens", "audio_tokens"),
+        (prompt, "cached_tokens", "cached_tokens"),
+        (completion, "reasoning_tokens", "reasoning_tokens"),
+    ):
         if details is not None and getattr(details, field, None) is not None:
             out[key] = getattr(details, field)
     return out

@@ -29,8 +29,7 @@ from lalm_eval.models.hf_base import HFAudioAdapter
 class ManualOmniProcessor:
     """Text + audio inputs of an Omni thinker without ``Qwen*OmniProcessor`` (no torchvision)."""
 
-    def __init__(self, tokenizer, feature_extractor, chat_template: str | None, output_lengths,
-                 feature_kwargs: dict):
+    def __init__(self, tokenizer, feature_extractor, chat_template: str | None, output_lengths, feature_kwargs: dict):
         self.tokenizer, self.feature_extractor = tokenizer, feature_extractor
         self.chat_template, self.output_lengths, self.feature_kwargs = chat_template, output_lengths, feature_kwargs
         self.audio_token = getattr(tokenizer, "audio_token", None) or "<|AUDIO|>"
@@ -44,12 +43,22 @@ class ManualOmniProcessor:
         if placeholders != len(audio):
             raise ValueError(f"{placeholders} {self.audio_token} placeholders in the prompts, {len(audio)} audios")
         if audio:
-            feats = self.feature_extractor(audio, sampling_rate=sampling_rate, return_attention_mask=True,
-                                           return_tensors="pt", **self.feature_kwargs)
+            feats = self.feature_extractor(
+                audio,
+                sampling_rate=sampling_rate,
+                return_attention_mask=True,
+                return_tensors="pt",
+                **self.feature_kwargs,
+            )
             mask = feats["attention_mask"]
             counts = iter(self.output_lengths(mask.sum(-1)).tolist())
-            text = ["".join(piece if j == 0 else self.audio_token * next(counts) + piece
-                            for j, piece in enumerate(t.split(self.audio_token))) for t in text]
+            text = [
+                "".join(
+                    piece if j == 0 else self.audio_token * next(counts) + piece
+                    for j, piece in enumerate(t.split(self.audio_token))
+                )
+                for t in text
+            ]
             data = {"input_features": feats["input_features"], "feature_attention_mask": mask}
         enc = self.tokenizer(text, return_tensors=return_tensors, padding=padding)
         return BatchFeature({**enc, **data}, tensor_type=return_tensors)
@@ -94,8 +103,9 @@ class Qwen25OmniThinkerAdapter(HFAudioAdapter):
         kw = dict(trust_remote_code=self.trust_remote_code)
         tokenizer = transformers.AutoTokenizer.from_pretrained(self.pretrained, **kw)
         fe = transformers.AutoFeatureExtractor.from_pretrained(self.pretrained, **kw)
-        return ManualOmniProcessor(tokenizer, fe, _chat_template(self.pretrained, tokenizer), self.output_lengths,
-                                   dict(self.FEATURE_KWARGS))
+        return ManualOmniProcessor(
+            tokenizer, fe, _chat_template(self.pretrained, tokenizer), self.output_lengths, dict(self.FEATURE_KWARGS)
+        )
 
 
 class Qwen3OmniThinkerAdapter(Qwen25OmniThinkerAdapter):

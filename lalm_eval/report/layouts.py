@@ -31,9 +31,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import yaml
 
@@ -46,8 +47,17 @@ KINDS = ("grid", "distribution")
 _REPORT_KEYS = {"title", "metadata_fields", "default", "plots", "plot_metrics"}
 _LAYOUT_KEYS = {"report", "title", "kind", "digits", "where", "notes"}
 _GRID_KEYS = _LAYOUT_KEYS | {"rows", "row_order", "row_labels", "columns", "parts", "for_each_metric"}
-_DIST_KEYS = _LAYOUT_KEYS | {"field", "from_metric", "values", "value_labels", "unclassified", "sample_per",
-                             "columns", "blocks", "block_labels"}
+_DIST_KEYS = _LAYOUT_KEYS | {
+    "field",
+    "from_metric",
+    "values",
+    "value_labels",
+    "unclassified",
+    "sample_per",
+    "columns",
+    "blocks",
+    "block_labels",
+}
 _NODE_KEYS = {"field", "values", "order", "labels", "label", "columns", "metric", "mean", "count"}
 _PLOT_KEYS = {"name", "kind", "x", "x_values", "x_label", "series", "where"}
 
@@ -130,9 +140,15 @@ def load_layout_file(path: str | Path) -> tuple[dict[str, Report], dict[str, Lay
             _check_keys(plot, _PLOT_KEYS, file, f"reports.{name}.plots[{i}]")
             if plot.get("kind") not in ("line", "bars"):
                 raise ConfigError(f"{file}: reports.{name}.plots[{i}].kind must be 'line' or 'bars'")
-        reports[name] = Report(name, file, spec.get("title", name), dict(spec.get("metadata_fields") or {}),
-                               tuple(spec.get("default") or ()), tuple(spec.get("plots") or ()),
-                               tuple(spec.get("plot_metrics") or ()))
+        reports[name] = Report(
+            name,
+            file,
+            spec.get("title", name),
+            dict(spec.get("metadata_fields") or {}),
+            tuple(spec.get("default") or ()),
+            tuple(spec.get("plots") or ()),
+            tuple(spec.get("plot_metrics") or ()),
+        )
     layouts = {}
     for name, spec in (data.get("layouts") or {}).items():
         kind = (spec or {}).get("kind")
@@ -169,7 +185,7 @@ class LayoutIndex:
         self.reports, self.layouts = dict(reports), dict(layouts)
 
     @classmethod
-    def load(cls, include_paths: Iterable[str | Path] | None = None) -> "LayoutIndex":
+    def load(cls, include_paths: Iterable[str | Path] | None = None) -> LayoutIndex:
         from lalm_eval.resources import resource_dir
 
         folders = [resource_dir("tasks"), *map(Path, include_paths or ())]
@@ -185,8 +201,10 @@ class LayoutIndex:
                     seen[name] = item
         for name, lay in layouts.items():
             if lay.report not in reports:
-                raise ConfigError(f"{lay.file}: layouts.{name}.report {lay.report!r} is not a declared report; "
-                                  f"declared: {sorted(reports)}")
+                raise ConfigError(
+                    f"{lay.file}: layouts.{name}.report {lay.report!r} is not a declared report; "
+                    f"declared: {sorted(reports)}"
+                )
         return cls(reports, layouts)
 
     def layout(self, name: str) -> Layout:
@@ -194,27 +212,37 @@ class LayoutIndex:
             import difflib
 
             close = difflib.get_close_matches(name, self.layouts, n=3)
-            raise ConfigError(f"unknown report layout {name!r}" + (f" (did you mean {', '.join(close)}?)" if close else "")
-                              + f"; layouts: {', '.join(sorted(self.layouts))}")
+            raise ConfigError(
+                f"unknown report layout {name!r}"
+                + (f" (did you mean {', '.join(close)}?)" if close else "")
+                + f"; layouts: {', '.join(sorted(self.layouts))}"
+            )
         return self.layouts[name]
 
     def report(self, name: str) -> Report:
         if name not in self.reports:
-            raise ConfigError(f"metadata.report {name!r} names no declared report (files {LAYOUT_GLOB} under the "
-                              f"task folders); declared: {', '.join(sorted(self.reports))}")
+            raise ConfigError(
+                f"metadata.report {name!r} names no declared report (files {LAYOUT_GLOB} under the "
+                f"task folders); declared: {', '.join(sorted(self.reports))}"
+            )
         return self.reports[name]
 
 
 # ---------------------------------------------------------------- rows
 
-def tag_rows(rows: Iterable[Mapping], *, model: str, task: str, metadata: Mapping | None,
-             report: Report | None) -> list[dict]:
+
+def tag_rows(
+    rows: Iterable[Mapping], *, model: str, task: str, metadata: Mapping | None, report: Report | None
+) -> list[dict]:
     """Scored sample rows of one task, tagged with ``model``, ``task_name``, ``task_id`` (the row's
     own, else the task name) and the task-metadata fields the report declares."""
     meta = metadata or {}
     fields = {f: meta.get(f, default) for f, default in (report.metadata_fields if report else {}).items()}
-    return [{**r, **fields, "model": model, "task_name": task, "task_id": r.get("task_id", task)}
-            for r in rows if "metrics" in r]
+    return [
+        {**r, **fields, "model": model, "task_name": task, "task_id": r.get("task_id", task)}
+        for r in rows
+        if "metrics" in r
+    ]
 
 
 def _same(a, b) -> bool:
@@ -250,6 +278,7 @@ def _label(node: Mapping, v) -> str:
 
 
 # ---------------------------------------------------------------- grid
+
 
 @dataclasses.dataclass
 class _Column:
@@ -295,8 +324,14 @@ class _Cells:
         return notes
 
 
-def _expand(nodes: Sequence[Mapping], rows: Sequence[Mapping], header: list[str], filters: list,
-            metrics: Sequence[str], scope: Sequence[Mapping]) -> list[_Column]:
+def _expand(
+    nodes: Sequence[Mapping],
+    rows: Sequence[Mapping],
+    header: list[str],
+    filters: list,
+    metrics: Sequence[str],
+    scope: Sequence[Mapping],
+) -> list[_Column]:
     """The leaf columns of a column tree. ``scope``: the rows matching the innermost field filter
     alone (what ``metric: "*"`` expands over); ``values: data`` lists the values present under the
     whole path."""
@@ -305,14 +340,16 @@ def _expand(nodes: Sequence[Mapping], rows: Sequence[Mapping], header: list[str]
         if "count" in node:
             out.append(_Column(header + [str(node.get("label", "n"))], filters, None, "samples", True))
         elif "metric" in node:
-            names = [node["metric"]] if node["metric"] != "*" else [
-                m for m in metrics if any(m in (r.get("metrics") or {}) for r in scope)]
+            names = (
+                [node["metric"]]
+                if node["metric"] != "*"
+                else [m for m in metrics if any(m in (r.get("metrics") or {}) for r in scope)]
+            )
             for m in names:
                 label = node.get("label", metric_name(m)) if node["metric"] != "*" else metric_name(m)
                 if node["metric"] == "*" and node.get("label") == "":
                     label = ""
-                out.append(_Column(header + ([label] if label else []), filters, m, node.get("mean", "samples"),
-                                   False))
+                out.append(_Column(header + ([label] if label else []), filters, m, node.get("mean", "samples"), False))
         elif "field" in node:
             field = node["field"]
             values = node.get("values", "data")
@@ -320,8 +357,7 @@ def _expand(nodes: Sequence[Mapping], rows: Sequence[Mapping], header: list[str]
             values = _data_values(inner, field, node.get("order")) if values == "data" else values
             for v in values:  # "*" below expands over the rows of this value alone (same columns for
                 sub = [r for r in rows if _same(r.get(field), v)]  # every value of an outer field)
-                out += _expand(node["columns"], rows, header + [_label(node, v)], filters + [(field, v)],
-                               metrics, sub)
+                out += _expand(node["columns"], rows, header + [_label(node, v)], filters + [(field, v)], metrics, sub)
         else:
             out += _expand(node["columns"], rows, header + [str(node.get("label", ""))], filters, metrics, scope)
     return out
@@ -344,8 +380,14 @@ def _row_keys(rows: Sequence[Mapping], fields: Sequence[str], order: Mapping[str
     return sorted(keys, key=rank)
 
 
-def _grid(layout: Layout, rows: Sequence[Mapping], metrics: Sequence[str], missing: Mapping[str, str],
-          columns: Sequence[Mapping], metric_override: str | None = None) -> tuple[str, list[str], list[str]]:
+def _grid(
+    layout: Layout,
+    rows: Sequence[Mapping],
+    metrics: Sequence[str],
+    missing: Mapping[str, str],
+    columns: Sequence[Mapping],
+    metric_override: str | None = None,
+) -> tuple[str, list[str], list[str]]:
     spec = layout.spec
     if metric_override is not None:
         columns = _with_metric(columns, metric_override)
@@ -386,6 +428,7 @@ def _with_metric(nodes: Sequence[Mapping], metric: str) -> list[dict]:
 
 # ---------------------------------------------------------------- distribution
 
+
 def _category(row: Mapping, field: str, from_metric: str | None):
     if from_metric:
         detail = (row.get("metric_details") or {}).get(from_metric)
@@ -425,8 +468,9 @@ def sample_failures(rows: Sequence[Mapping], per: Sequence[str], size: int | Non
     return out
 
 
-def _distribution(layout: Layout, rows: Sequence[Mapping], error_sample: int | None, seed: int
-                  ) -> tuple[str, list[str]]:
+def _distribution(
+    layout: Layout, rows: Sequence[Mapping], error_sample: int | None, seed: int
+) -> tuple[str, list[str]]:
     spec = layout.spec
     field, source = spec["field"], spec.get("from_metric")
     values = list(spec["values"])
@@ -458,18 +502,23 @@ def _distribution(layout: Layout, rows: Sequence[Mapping], error_sample: int | N
             line = ([block_label] if block else []) + [str(labels.get(v, v))]
             line += [f"{shares[k][0][i] / 100:.2f}" if shares[k][1] else DASH for k in col_keys]
             body.append(line)
-        body.append(([block_label] if block else []) + ["failed answers classified (n)"]
-                    + [str(shares[k][1]) for k in col_keys])
+        body.append(
+            ([block_label] if block else []) + ["failed answers classified (n)"] + [str(shares[k][1]) for k in col_keys]
+        )
     notes = []
     if error_sample is not None:
         per = ", ".join(spec.get("sample_per") or col_fields)
-        notes.append(f"Sample: at most {error_sample} classified failed answers per {per}, drawn with seed {seed} "
-                     f"(--error_sample {error_sample} --seed {seed}) from {len(classified)}.")
+        notes.append(
+            f"Sample: at most {error_sample} classified failed answers per {per}, drawn with seed {seed} "
+            f"(--error_sample {error_sample} --seed {seed}) from {len(classified)}."
+        )
     else:
         notes.append(f"All {len(classified)} classified failed answers (no --error_sample).")
     if skipped:
-        notes.append(f"Left out: {len(skipped)} failed answers the classifier could not label "
-                     f"({', '.join(sorted(unclassified))}).")
+        notes.append(
+            f"Left out: {len(skipped)} failed answers the classifier could not label "
+            f"({', '.join(sorted(unclassified))})."
+        )
     if not drawn:
         notes.append(f"{DASH}: no classified failed answer (the classifier runs only with --judge).")
     return _markdown(header, body), notes
@@ -477,9 +526,17 @@ def _distribution(layout: Layout, rows: Sequence[Mapping], error_sample: int | N
 
 # ---------------------------------------------------------------- entry points
 
-def render_layout(layout: Layout, rows: Sequence[Mapping], *, metrics: Sequence[str] | None = None,
-                  missing: Mapping[str, str] | None = None, details: Mapping[str, Mapping[str, str]] | None = None,
-                  error_sample: int | None = None, seed: int = 0) -> str:
+
+def render_layout(
+    layout: Layout,
+    rows: Sequence[Mapping],
+    *,
+    metrics: Sequence[str] | None = None,
+    missing: Mapping[str, str] | None = None,
+    details: Mapping[str, Mapping[str, str]] | None = None,
+    error_sample: int | None = None,
+    seed: int = 0,
+) -> str:
     """One layout as Markdown: ``## title``, its table(s), then footnotes (the layout's notes, the
     reasons of "—" cells, what each shown metric's numbers rest on: ``details`` {task: {metric:
     text}}, over the tasks of the layout's rows)."""
@@ -493,8 +550,11 @@ def render_layout(layout: Layout, rows: Sequence[Mapping], *, metrics: Sequence[
         parts.append(table)
     else:
         sections = spec.get("parts") or [{"columns": spec["columns"]}]
-        per_metric = [m for m in names if any(m in (r.get("metrics") or {}) for r in rows)] \
-            if spec.get("for_each_metric") else [None]
+        per_metric = (
+            [m for m in names if any(m in (r.get("metrics") or {}) for r in rows)]
+            if spec.get("for_each_metric")
+            else [None]
+        )
         for m in per_metric:
             for section in sections:
                 title = " · ".join(t for t in (section.get("title"), metric_name(m) if m else None) if t)
@@ -514,8 +574,9 @@ def render_layout(layout: Layout, rows: Sequence[Mapping], *, metrics: Sequence[
     return text + "\n"
 
 
-def render_reports(rows_by_report: Mapping[str, Sequence[Mapping]], index: LayoutIndex,
-                   layouts: Sequence[str] | None = None, **kwargs) -> str:
+def render_reports(
+    rows_by_report: Mapping[str, Sequence[Mapping]], index: LayoutIndex, layouts: Sequence[str] | None = None, **kwargs
+) -> str:
     """The requested layouts (default: each present report's ``default``), in the order asked."""
     if layouts:
         chosen = [index.layout(name) for name in layouts]
@@ -524,8 +585,13 @@ def render_reports(rows_by_report: Mapping[str, Sequence[Mapping]], index: Layou
     return "\n".join(render_layout(lay, rows_by_report.get(lay.report, []), **kwargs) for lay in chosen)
 
 
-def report_plots(rows_by_report: Mapping[str, Sequence[Mapping]], index: LayoutIndex, out: Path, stamp: str,
-                 metrics: Sequence[str] | None = None) -> list[Path]:
+def report_plots(
+    rows_by_report: Mapping[str, Sequence[Mapping]],
+    index: LayoutIndex,
+    out: Path,
+    stamp: str,
+    metrics: Sequence[str] | None = None,
+) -> list[Path]:
     """The plots each present report declares, for the first two of its ``plot_metrics`` that
     have a value (or of ``metrics``)."""
     from lalm_eval.errors import DataError
@@ -542,12 +608,29 @@ def report_plots(rows_by_report: Mapping[str, Sequence[Mapping]], index: LayoutI
                 path = out / f"plot_{plot['name']}_{m}_{stamp}.png"
                 try:
                     if plot["kind"] == "line":
-                        files.append(plots.line_plot(subset, m, path, x_field=plot["x"], x_values=plot.get("x_values"),
-                                                     series=plot.get("series", ["model"]),
-                                                     x_label=plot.get("x_label"), y_label=metric_name(m)))
+                        files.append(
+                            plots.line_plot(
+                                subset,
+                                m,
+                                path,
+                                x_field=plot["x"],
+                                x_values=plot.get("x_values"),
+                                series=plot.get("series", ["model"]),
+                                x_label=plot.get("x_label"),
+                                y_label=metric_name(m),
+                            )
+                        )
                     else:
-                        files.append(plots.bar_plot(subset, m, path, x_field=plot["x"],
-                                                    series=plot.get("series", ["model"]), y_label=metric_name(m)))
+                        files.append(
+                            plots.bar_plot(
+                                subset,
+                                m,
+                                path,
+                                x_field=plot["x"],
+                                series=plot.get("series", ["model"]),
+                                y_label=metric_name(m),
+                            )
+                        )
                 except DataError as exc:  # no value to plot: say so instead of an empty picture
                     print(f"no {plot['name']} plot: {exc}")
     return files

@@ -11,8 +11,8 @@ Missing values (None/NaN) are left out of the means, as in :mod:`lalm_eval.repor
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -54,9 +54,17 @@ def _save(fig, path: str | Path) -> Path:
     return path
 
 
-def line_plot(rows: Iterable[Mapping], metric: str, path: str | Path, x_field: str,
-              x_values: Sequence | None = None, series: Sequence[str] = ("model",), x_label: str | None = None,
-              y_label: str | None = None, title: str | None = None) -> Path:
+def line_plot(
+    rows: Iterable[Mapping],
+    metric: str,
+    path: str | Path,
+    x_field: str,
+    x_values: Sequence | None = None,
+    series: Sequence[str] = ("model",),
+    x_label: str | None = None,
+    y_label: str | None = None,
+    title: str | None = None,
+) -> Path:
     """Line plot of the mean ``metric`` against ``x_field`` (ticks ``x_values``, default: the values
     present), one line per ``series`` group. Raises :class:`DataError` when no row has a value."""
     data = _means(rows, metric, x_field, series)
@@ -77,8 +85,15 @@ def line_plot(rows: Iterable[Mapping], metric: str, path: str | Path, x_field: s
     return _save(fig, path)
 
 
-def bar_plot(rows: Iterable[Mapping], metric: str, path: str | Path, x_field: str = "task_id",
-             series: Sequence[str] = ("model",), y_label: str | None = None, title: str | None = None) -> Path:
+def bar_plot(
+    rows: Iterable[Mapping],
+    metric: str,
+    path: str | Path,
+    x_field: str = "task_id",
+    series: Sequence[str] = ("model",),
+    y_label: str | None = None,
+    title: str | None = None,
+) -> Path:
     """Grouped bars of the mean ``metric`` per value of ``x_field``, one bar per ``series`` group.
     Raises :class:`DataError` when no row has a value."""
     data = _means(rows, metric, x_field, series)

@@ -22,8 +22,8 @@ import datetime as _dt
 import json
 import math
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -35,11 +35,25 @@ NO_FILTER = "none"
 CONFIG_KEYS = ("model", "model_args", "batch_size", "device", "seed", "limit", "gen_kwargs")
 # Top-level keys in the order they are written; the value is the default when not given.
 TOP_LEVEL = {
-    "results": dict, "groups": dict, "group_subtasks": dict, "configs": dict, "versions": dict,
-    "n-samples": dict, "higher_is_better": dict, "config": dict, "task_hashes": dict, "metric_info": dict,
-    "cache": lambda: {"hits": 0, "misses": 0}, "errors": dict, "sample_info": dict, "usage": dict,
-    "budget": lambda: None, "model_identity": dict, "adapter_counters": dict,
-    "total_evaluation_time_seconds": lambda: None, "date": lambda: None,
+    "results": dict,
+    "groups": dict,
+    "group_subtasks": dict,
+    "configs": dict,
+    "versions": dict,
+    "n-samples": dict,
+    "higher_is_better": dict,
+    "config": dict,
+    "task_hashes": dict,
+    "metric_info": dict,
+    "cache": lambda: {"hits": 0, "misses": 0},
+    "errors": dict,
+    "sample_info": dict,
+    "usage": dict,
+    "budget": lambda: None,
+    "model_identity": dict,
+    "adapter_counters": dict,
+    "total_evaluation_time_seconds": lambda: None,
+    "date": lambda: None,
     "lalm_eval_version": lambda: __version__,
 }
 # Standard fields of a samples line, written first and in this order; doc fields follow.
@@ -56,9 +70,12 @@ def metric_key(metric: str, filter_name: str = NO_FILTER, stderr: bool = False) 
     return f"{metric}{'_stderr' if stderr else ''},{filter_name}"
 
 
-def task_entry(alias: str, metrics: Mapping[str, float | None],
-               stderrs: Mapping[str, float | None] | None = None,
-               filter_name: str = NO_FILTER) -> dict:
+def task_entry(
+    alias: str,
+    metrics: Mapping[str, float | None],
+    stderrs: Mapping[str, float | None] | None = None,
+    filter_name: str = NO_FILTER,
+) -> dict:
     """One ``results[task]`` entry: alias, then each metric and its stderr (``"N/A"`` when
     unknown, as lm-eval writes it)."""
     entry: dict = {"alias": alias}
@@ -93,8 +110,11 @@ def _check_results(results: Mapping) -> None:
     for task, entry in (results.get("results") or {}).items():
         for key in entry:
             if key != "alias" and "," not in key:
-                raise DataError("<results>", f"metric key {key!r} lacks a filter; write it as "
-                                f"{metric_key(key)!r}", field=f"results.{task}")
+                raise DataError(
+                    "<results>",
+                    f"metric key {key!r} lacks a filter; write it as {metric_key(key)!r}",
+                    field=f"results.{task}",
+                )
 
 
 def write_results(output_dir: str | Path, results: Mapping, stamp: str | None = None) -> Path:
@@ -121,8 +141,7 @@ def _safe_name(task: str) -> str:
     return re.sub(r"[^A-Za-z0-9._=-]+", "_", task)
 
 
-def write_samples(output_dir: str | Path, task: str, rows: Iterable[Mapping],
-                  stamp: str | None = None) -> Path:
+def write_samples(output_dir: str | Path, task: str, rows: Iterable[Mapping], stamp: str | None = None) -> Path:
     """Write ``samples_<task>_<stamp>.jsonl``: one line per document, standard fields first
     (:data:`SAMPLE_FIELDS`, those present), then the doc fields passed for reporting."""
     path = Path(output_dir) / f"samples_{_safe_name(task)}_{stamp or timestamp()}.jsonl"

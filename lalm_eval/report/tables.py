@@ -12,7 +12,7 @@ caller passes in ``missing={metric: reason}``.
 from __future__ import annotations
 
 import math
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -43,8 +43,9 @@ def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if values else None
 
 
-def bootstrap_ci(values: Sequence[float], seed_parts: tuple, n_boot: int = 1000,
-                 level: float = 0.95) -> list[float] | None:
+def bootstrap_ci(
+    values: Sequence[float], seed_parts: tuple, n_boot: int = 1000, level: float = 0.95
+) -> list[float] | None:
     """Percentile bootstrap CI of the mean (:func:`lalm_eval.metrics.bootstrap.bootstrap_ci`); the
     generator is seeded by ``seed_parts`` alone, so one group's interval does not change when other
     groups are added. None for fewer than two values."""
@@ -54,8 +55,15 @@ def bootstrap_ci(values: Sequence[float], seed_parts: tuple, n_boot: int = 1000,
     return list(ci) if ci else None
 
 
-def breakdown(rows: Iterable[Mapping], by: list[str], metrics: list[str], ci: bool = False,
-              n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> list[dict]:
+def breakdown(
+    rows: Iterable[Mapping],
+    by: list[str],
+    metrics: list[str],
+    ci: bool = False,
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> list[dict]:
     """One dict per combination of the ``by`` fields (sorted): the field values, ``count`` (rows),
     and per metric its mean, ``<metric>_count`` (rows with a value) and, with ``ci=True``,
     ``<metric>_ci`` = [low, high] of a seeded percentile bootstrap."""

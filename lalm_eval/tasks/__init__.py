@@ -11,5 +11,13 @@ from lalm_eval.tasks.loader import FunctionRef, TaskYamlLoader, load_yaml
 from lalm_eval.tasks.registry import TaskManager, UnknownTaskError
 from lalm_eval.tasks.task import Task
 
-__all__ = ["FunctionRef", "GroupConfig", "Task", "TaskConfig", "TaskManager", "TaskYamlLoader",
-           "UnknownTaskError", "load_yaml"]
+__all__ = [
+    "FunctionRef",
+    "GroupConfig",
+    "Task",
+    "TaskConfig",
+    "TaskManager",
+    "TaskYamlLoader",
+    "UnknownTaskError",
+    "load_yaml",
+]

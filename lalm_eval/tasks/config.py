@@ -32,11 +32,16 @@ _BARE_NAME = re.compile(r"^[A-Za-z_]\w*$")
 # lm-eval task keys we do not run (loglikelihood / few-shot / image machinery): named in the error
 LM_EVAL_ONLY_KEYS = {
     "doc_to_choice": "multiple-choice scoring is loglikelihood; put the choices in the prompt template",
-    "target_delimiter": "there is no loglikelihood continuation", "fewshot_delimiter": "no few-shot prompts",
-    "fewshot_split": "no few-shot prompts", "num_fewshot": "no few-shot prompts", "fewshot_config": "no few-shot prompts",
+    "target_delimiter": "there is no loglikelihood continuation",
+    "fewshot_delimiter": "no few-shot prompts",
+    "fewshot_split": "no few-shot prompts",
+    "num_fewshot": "no few-shot prompts",
+    "fewshot_config": "no few-shot prompts",
     "doc_to_image": "audio tasks: use doc_to_audio",
-    "should_decontaminate": "not supported", "doc_to_decontamination_query": "not supported",
-    "repeats": "not supported", "custom_dataset": "use hooks: {prepare_dataset: !function ...}",
+    "should_decontaminate": "not supported",
+    "doc_to_decontamination_query": "not supported",
+    "repeats": "not supported",
+    "custom_dataset": "use hooks: {prepare_dataset: !function ...}",
 }
 
 
@@ -153,8 +158,12 @@ def check_template(file: str, key: str, value, bare_name_check: bool = True) -> 
     if not isinstance(value, str):
         _fail(file, key, f"must be a Jinja2 template string or !function module.fn, got {value!r}")
     if bare_name_check and _BARE_NAME.match(value.strip()):
-        _fail(file, key, f"{value!r} looks like an lm-eval column name; in lalm-eval a string is always a "
-                         f"Jinja2 template: write '{{{{ {value.strip()} }}}}' to use the doc field")
+        _fail(
+            file,
+            key,
+            f"{value!r} looks like an lm-eval column name; in lalm-eval a string is always a "
+            f"Jinja2 template: write '{{{{ {value.strip()} }}}}' to use the doc field",
+        )
     try:
         TEMPLATE_ENV.parse(value)
     except jinja2.TemplateSyntaxError as exc:
@@ -164,10 +173,11 @@ def check_template(file: str, key: str, value, bare_name_check: bool = True) -> 
 def _validate_task(c: TaskConfig, file: str) -> None:
     if not isinstance(c.task, str) or not c.task.strip() or "," in c.task:
         _fail(file, "task", f"must be a non-empty name without commas, got {c.task!r}")
-    for key in ("task_alias", "dataset_path", "dataset_name", "test_split", "validation_split",
-                "training_split"):
+    for key in ("task_alias", "dataset_path", "dataset_name", "test_split", "validation_split", "training_split"):
         _want(file, key, getattr(c, key), (str,), "a string")
-    if not (isinstance(c.tag, (str, type(None))) or (isinstance(c.tag, list) and all(isinstance(t, str) for t in c.tag))):
+    if not (
+        isinstance(c.tag, (str, type(None))) or (isinstance(c.tag, list) and all(isinstance(t, str) for t in c.tag))
+    ):
         _fail(file, "tag", f"must be a name or a list of names, got {c.tag!r}")
     for key in ("dataset_kwargs", "generation_kwargs"):
         _want(file, key, getattr(c, key), (dict,), "a mapping")
@@ -180,12 +190,20 @@ def _validate_task(c: TaskConfig, file: str) -> None:
     if c.doc_to_text is None and c.doc_to_messages is None:
         _fail(file, "doc_to_text", "missing: a task needs doc_to_text (or doc_to_messages) to build prompts")
     if c.output_type not in SUPPORTED_OUTPUT_TYPES:
-        _fail(file, "output_type", f"{c.output_type!r} is not supported; lalm-eval runs generative tasks "
-                                   f"only: {', '.join(SUPPORTED_OUTPUT_TYPES)}")
+        _fail(
+            file,
+            "output_type",
+            f"{c.output_type!r} is not supported; lalm-eval runs generative tasks "
+            f"only: {', '.join(SUPPORTED_OUTPUT_TYPES)}",
+        )
     _validate_metrics(c.metric_list, file)
     _validate_filters(c.filter_list, file)
     if not isinstance(c.metadata, dict) or "version" not in c.metadata:
-        _fail(file, "metadata", f"must be a mapping with a 'version' (e.g. metadata: {{version: 1.0}}), got {c.metadata!r}")
+        _fail(
+            file,
+            "metadata",
+            f"must be a mapping with a 'version' (e.g. metadata: {{version: 1.0}}), got {c.metadata!r}",
+        )
     _want(file, "hooks", c.hooks, (dict,), "a mapping of hook name → !function module.fn")
     for name, ref in (c.hooks or {}).items():
         _want(file, f"hooks.{name}", ref, (FunctionRef,), "a !function module.fn")
@@ -203,14 +221,24 @@ def _validate_metrics(metrics, file: str) -> None:
             _fail(file, f"metric_list[{i}]", f"'metric' must be a name or !function, got {name!r}")
         for key in ("aggregation", "higher_is_better"):
             if key not in m:
-                _fail(file, f"metric_list[{i}] (metric {str(name)!r})",
-                      f"missing {key!r}; lalm-eval requires aggregation and higher_is_better on every "
-                      f"metric (e.g. aggregation: mean, higher_is_better: true)")
+                _fail(
+                    file,
+                    f"metric_list[{i}] (metric {str(name)!r})",
+                    f"missing {key!r}; lalm-eval requires aggregation and higher_is_better on every "
+                    f"metric (e.g. aggregation: mean, higher_is_better: true)",
+                )
         if not isinstance(m["aggregation"], (str, FunctionRef)):
-            _fail(file, f"metric_list[{i}] (metric {str(name)!r})", f"aggregation must be a name or !function, got {m['aggregation']!r}")
+            _fail(
+                file,
+                f"metric_list[{i}] (metric {str(name)!r})",
+                f"aggregation must be a name or !function, got {m['aggregation']!r}",
+            )
         if not isinstance(m["higher_is_better"], bool):
-            _fail(file, f"metric_list[{i}] (metric {str(name)!r})",
-                  f"higher_is_better must be true or false, got {m['higher_is_better']!r}")
+            _fail(
+                file,
+                f"metric_list[{i}] (metric {str(name)!r})",
+                f"higher_is_better must be true or false, got {m['higher_is_better']!r}",
+            )
         # the metric itself: a registered name, its options and the aggregation it accepts
         make_metric(m, where=f"{file}: metric_list[{i}]")
 
@@ -234,9 +262,19 @@ def _validate_group(g: GroupConfig, file: str) -> None:
         _fail(file, "task", f"must be a non-empty list of task, tag or group names, got {g.task!r}")
     for i, name in enumerate(g.task):
         if not isinstance(name, str):
-            _fail(file, f"task[{i}]", f"must be a task, tag or group name (inline task definitions are not "
-                                      f"supported: give the task its own YAML), got {name!r}")
-    _want(file, "aggregate_metric_list", g.aggregate_metric_list, (list,), "a list of {metric, aggregation, weight_by_size}")
+            _fail(
+                file,
+                f"task[{i}]",
+                f"must be a task, tag or group name (inline task definitions are not "
+                f"supported: give the task its own YAML), got {name!r}",
+            )
+    _want(
+        file,
+        "aggregate_metric_list",
+        g.aggregate_metric_list,
+        (list,),
+        "a list of {metric, aggregation, weight_by_size}",
+    )
     for i, m in enumerate(g.aggregate_metric_list or []):
         where = f"aggregate_metric_list[{i}]"
         if not isinstance(m, dict) or not isinstance(m.get("metric"), str):

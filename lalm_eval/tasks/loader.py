@@ -60,12 +60,14 @@ class FunctionRef:
         if not _SPEC_RE.match(self.spec):
             raise ConfigError(
                 f"{where}: !function {self.spec!r} must be 'module.function' naming a Python file "
-                f"beside the YAML (dotted submodules only below {self.folder}); paths are not allowed")
+                f"beside the YAML (dotted submodules only below {self.folder}); paths are not allowed"
+            )
         file, folder = self.module_file, self.folder.resolve()
         if not file.is_file():
             raise ConfigError(
                 f"{where}: !function {self.spec!r}: {self.module_relpath} is not a file in the task "
-                f"folder {folder}; hooks are Python files beside the YAML, not importable modules")
+                f"folder {folder}; hooks are Python files beside the YAML, not importable modules"
+            )
         if not file.resolve().is_relative_to(folder):
             raise ConfigError(f"{where}: !function {self.spec!r}: {file} resolves outside the task folder {folder}")
 
@@ -73,7 +75,9 @@ class FunctionRef:
         try:
             return self.module_file.read_text(encoding="utf-8")
         except OSError as exc:
-            raise ConfigError(f"{self.yaml_file}: !function {self.spec!r}: cannot read {self.module_file}: {exc}") from exc
+            raise ConfigError(
+                f"{self.yaml_file}: !function {self.spec!r}: cannot read {self.module_file}: {exc}"
+            ) from exc
 
     def resolve(self) -> Callable:
         if self._fn is None:
@@ -81,8 +85,10 @@ class FunctionRef:
             module = _load_module(self.module_file, self.yaml_file)
             if not hasattr(module, self.attr):
                 names = sorted(n for n in vars(module) if not n.startswith("_"))
-                raise ConfigError(f"{self.yaml_file}: !function {self.spec!r}: {self.module_file} has no "
-                                  f"attribute {self.attr!r}; it defines {names}")
+                raise ConfigError(
+                    f"{self.yaml_file}: !function {self.spec!r}: {self.module_file} has no "
+                    f"attribute {self.attr!r}; it defines {names}"
+                )
             object.__setattr__(self, "_fn", getattr(module, self.attr))
         return self._fn
 
@@ -126,15 +132,19 @@ class TaskYamlLoader(yaml.SafeLoader):
             if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
                 line = key_node.start_mark.line + 1
                 if key_node.value in seen:
-                    raise ConfigError(f"{self.yaml_file}:{line}: key {key_node.value!r} is written twice (first "
-                                      f"on line {seen[key_node.value]}); override a base file's keys with include:")
+                    raise ConfigError(
+                        f"{self.yaml_file}:{line}: key {key_node.value!r} is written twice (first "
+                        f"on line {seen[key_node.value]}); override a base file's keys with include:"
+                    )
                 seen[key_node.value] = line
         return super().construct_mapping(node, deep)
 
 
 def _construct_function(loader: TaskYamlLoader, node: yaml.Node) -> FunctionRef:
     if not isinstance(node, yaml.ScalarNode):
-        raise ConfigError(f"{loader.yaml_file}:{node.start_mark.line + 1}: !function takes one 'module.function' string")
+        raise ConfigError(
+            f"{loader.yaml_file}:{node.start_mark.line + 1}: !function takes one 'module.function' string"
+        )
     ref = FunctionRef(str(loader.construct_scalar(node)).strip(), loader.yaml_file)
     if loader.check_functions:
         ref.check(line=node.start_mark.line + 1)

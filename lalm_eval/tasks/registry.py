@@ -32,8 +32,7 @@ class _Entry:
 class TaskManager:
     """``TaskManager(include_paths=[...])``: the built-in tasks plus user folders (or files)."""
 
-    def __init__(self, include_paths: str | Path | Iterable[str | Path] | None = None,
-                 include_defaults: bool = True):
+    def __init__(self, include_paths: str | Path | Iterable[str | Path] | None = None, include_defaults: bool = True):
         if isinstance(include_paths, (str, Path)):
             include_paths = [include_paths]
         paths = [Path(p) for p in include_paths or []]
@@ -49,8 +48,9 @@ class TaskManager:
         for tag, file in self._tag_files.items():
             if tag in self._entries:
                 other = self._entries[tag]
-                raise ConfigError(f"name {tag!r} is a tag in {file} and a {other.kind} in {other.file}; "
-                                  "rename one of them")
+                raise ConfigError(
+                    f"name {tag!r} is a tag in {file} and a {other.kind} in {other.file}; rename one of them"
+                )
 
     def _yaml_files(self) -> list[Path]:
         files: dict[Path, None] = {}
@@ -71,8 +71,9 @@ class TaskManager:
         name = names[kind]
         if not isinstance(name, str) or not name:
             if kind == "task" and isinstance(name, list):
-                raise ConfigError(f"{file}: 'task' is a list but there is no 'group' key; a group YAML "
-                                  f"needs 'group: <name>'")
+                raise ConfigError(
+                    f"{file}: 'task' is a list but there is no 'group' key; a group YAML needs 'group: <name>'"
+                )
             raise ConfigError(f"{file}: {kind!r} must be a name, got {name!r}")
         if name in self._entries:
             other = self._entries[name]
@@ -106,16 +107,19 @@ class TaskManager:
         close = difflib.get_close_matches(name, known, n=3)
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
         listing = ", ".join(known[:50]) + (" …" if len(known) > 50 else "")
-        return UnknownTaskError(f"unknown {kind} {name!r}{hint} (known: {listing or 'none'}; "
-                                f"searched {', '.join(map(str, self.paths)) or 'no folders'})")
+        return UnknownTaskError(
+            f"unknown {kind} {name!r}{hint} (known: {listing or 'none'}; "
+            f"searched {', '.join(map(str, self.paths)) or 'no folders'})"
+        )
 
     def _entry(self, name: str, kind: str | None = None) -> _Entry:
         entry = self._entries.get(name)
         if entry is None:
             raise self._unknown(name, kind or "task or group")
         if kind is not None and entry.kind != kind:
-            raise ConfigError(f"{name!r} is a {entry.kind} ({entry.file}), not a {kind}; "
-                              f"use resolve() to expand groups and tags")
+            raise ConfigError(
+                f"{name!r} is a {entry.kind} ({entry.file}), not a {kind}; use resolve() to expand groups and tags"
+            )
         return entry
 
     # -- loading --------------------------------------------------------------------------------

@@ -162,14 +162,21 @@ class Task:
         elif isinstance(out, (list, tuple)) and all(isinstance(m, dict) and "role" in m for m in out):
             messages = list(out)
         else:
-            raise ConfigError(f"{self.yaml_file}: task {self.name!r}: doc_to_messages ({spec}) must return a list "
-                              f"of {{'role', 'content'}} messages or of {{'type', ...}} content parts, got {out!r}")
-        n_parts = sum(p.get("type") == "audio" for m in messages
-                      for p in (m.get("content") if isinstance(m.get("content"), (list, tuple)) else ()))
+            raise ConfigError(
+                f"{self.yaml_file}: task {self.name!r}: doc_to_messages ({spec}) must return a list "
+                f"of {{'role', 'content'}} messages or of {{'type', ...}} content parts, got {out!r}"
+            )
+        n_parts = sum(
+            p.get("type") == "audio"
+            for m in messages
+            for p in (m.get("content") if isinstance(m.get("content"), (list, tuple)) else ())
+        )
         n_audios = len(self.audio_of(doc))
         if n_parts != n_audios:
-            raise ConfigError(f"{self.yaml_file}: task {self.name!r}: doc_to_messages ({spec}) gives {n_parts} audio "
-                              f"part(s) but doc_to_audio gives {n_audios} audio(s); they must match, in order")
+            raise ConfigError(
+                f"{self.yaml_file}: task {self.name!r}: doc_to_messages ({spec}) gives {n_parts} audio "
+                f"part(s) but doc_to_audio gives {n_audios} audio(s); they must match, in order"
+            )
         return messages
 
     def _with_description(self, doc: dict, messages: list[dict]) -> list[dict]:

@@ -30,10 +30,16 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--recipe", required=True, help=f"one of {', '.join(available_recipes())} or a recipe YAML")
     ap.add_argument("--output_dir", required=True, type=Path)
     ap.add_argument("--include_path", action="append", default=None)
-    ap.add_argument("--filter", dest="speakers", choices=["single_speaker", "multi_speaker"], default=None,
-                    help="train on docs with one speaker (Tables 2, 3a) or several (Table 3b)")
-    ap.add_argument("--setting", default=None, help="the recipe's settings key (default: multi_speaker with "
-                                                    "--filter multi_speaker)")
+    ap.add_argument(
+        "--filter",
+        dest="speakers",
+        choices=["single_speaker", "multi_speaker"],
+        default=None,
+        help="train on docs with one speaker (Tables 2, 3a) or several (Table 3b)",
+    )
+    ap.add_argument(
+        "--setting", default=None, help="the recipe's settings key (default: multi_speaker with --filter multi_speaker)"
+    )
     ap.add_argument("--tokens", type=int, default=None, help="prompt tuning: soft tokens per speaker (2..64)")
     ap.add_argument("--max_steps", type=int, default=-1)
     ap.add_argument("--epochs", type=float, default=None)
@@ -43,8 +49,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--limit", type=int, default=None, help="first N training docs of each task")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--gradient_checkpointing", action="store_true")
-    ap.add_argument("--resume_from_checkpoint", action="store_true", help="continue from the last checkpoint "
-                                                                          "in OUT/checkpoints")
+    ap.add_argument(
+        "--resume_from_checkpoint", action="store_true", help="continue from the last checkpoint in OUT/checkpoints"
+    )
     ap.add_argument("--save_steps", type=int, default=500)
     ap.add_argument("--max_minutes", type=float, default=None, help="stop training after this many minutes")
     ap.add_argument("--device", default=None)
@@ -59,13 +66,27 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     try:
         adapter = build_adapter(args.model, args.model_args, args.device, args.cache_dir)
-        opts = TrainOptions(tasks=[t.strip() for t in args.tasks.split(",") if t.strip()], recipe=args.recipe,
-                            output_dir=args.output_dir, cache_dir=Path(args.cache_dir), include_path=args.include_path,
-                            speakers=args.speakers, setting=args.setting, tokens=args.tokens, max_steps=args.max_steps,
-                            epochs=args.epochs, learning_rate=args.learning_rate, batch_size=args.batch_size,
-                            grad_accum=args.grad_accum, seed=args.seed, limit=args.limit,
-                            gradient_checkpointing=args.gradient_checkpointing, resume=args.resume_from_checkpoint,
-                            save_steps=args.save_steps, max_minutes=args.max_minutes)
+        opts = TrainOptions(
+            tasks=[t.strip() for t in args.tasks.split(",") if t.strip()],
+            recipe=args.recipe,
+            output_dir=args.output_dir,
+            cache_dir=Path(args.cache_dir),
+            include_path=args.include_path,
+            speakers=args.speakers,
+            setting=args.setting,
+            tokens=args.tokens,
+            max_steps=args.max_steps,
+            epochs=args.epochs,
+            learning_rate=args.learning_rate,
+            batch_size=args.batch_size,
+            grad_accum=args.grad_accum,
+            seed=args.seed,
+            limit=args.limit,
+            gradient_checkpointing=args.gradient_checkpointing,
+            resume=args.resume_from_checkpoint,
+            save_steps=args.save_steps,
+            max_minutes=args.max_minutes,
+        )
         info = train(adapter, opts)
     except LalmEvalError as exc:  # anything else is a bug: its traceback is shown
         print(f"lalm-eval train: error: {exc}", file=sys.stderr)
@@ -73,7 +94,23 @@ def main(argv=None) -> int:
     from lalm_eval.parallel import world
 
     if world()[0] == 0:  # under a launcher rank 0 wrote the outputs
-        print(json.dumps({k: info[k] for k in ("examples", "global_step", "loss_first", "loss_last", "seconds",
-                                               "trainable_parameters", "world_size", "evaluate_with")}, indent=2))
+        print(
+            json.dumps(
+                {
+                    k: info[k]
+                    for k in (
+                        "examples",
+                        "global_step",
+                        "loss_first",
+                        "loss_last",
+                        "seconds",
+                        "trainable_parameters",
+                        "world_size",
+                        "evaluate_with",
+                    )
+                },
+                indent=2,
+            )
+        )
         print(f"wrote {args.output_dir} (train_info.json, loss.json, loss.png)")
     return 0

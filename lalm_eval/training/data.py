@@ -39,8 +39,9 @@ class Example:
         return Request(self.task, self.doc_id, audios, self.messages, {}, subjects=self.subjects)
 
 
-def training_examples(task_names: list[str], cache_dir: Path, include_path=None, speakers: str | None = None,
-                      limit: int | None = None) -> list[Example]:
+def training_examples(
+    task_names: list[str], cache_dir: Path, include_path=None, speakers: str | None = None, limit: int | None = None
+) -> list[Example]:
     """Examples of every task's ``training_split`` (filtered by speaker count, ``limit`` per task)."""
     from lalm_eval.evaluator import load_docs
     from lalm_eval.tasks import TaskManager
@@ -52,30 +53,48 @@ def training_examples(task_names: list[str], cache_dir: Path, include_path=None,
     for task in [manager.load_task(n) for n in manager.resolve(task_names)]:
         split = task.config.training_split
         if not split:
-            raise ConfigError(f"{task.yaml_file}: task {task.name!r} declares no training_split; `lalm-eval train` "
-                              f"fine-tunes on a task's training_split (add e.g. `training_split: train`)")
+            raise ConfigError(
+                f"{task.yaml_file}: task {task.name!r} declares no training_split; `lalm-eval train` "
+                f"fine-tunes on a task's training_split (add e.g. `training_split: train`)"
+            )
         docs, _ = load_docs(task, cache_dir, None, split=split)
         kept = []
         for doc_id, doc in enumerate(docs):
             if speakers is not None:
                 if SPEAKER_COUNT_FIELD not in doc:
-                    raise DataError(task.config.dataset_path, f"--filter {speakers}: the docs of task {task.name!r} "
-                                    f"have no {SPEAKER_COUNT_FIELD!r} field", field=SPEAKER_COUNT_FIELD)
+                    raise DataError(
+                        task.config.dataset_path,
+                        f"--filter {speakers}: the docs of task {task.name!r} have no {SPEAKER_COUNT_FIELD!r} field",
+                        field=SPEAKER_COUNT_FIELD,
+                    )
                 if not FILTERS[speakers](int(doc[SPEAKER_COUNT_FIELD])):
                     continue
             target = task.render_target(doc)
             if isinstance(target, (list, tuple)):  # several references: train on the first
                 target = target[0] if target else ""
             if not isinstance(target, str) or not target:
-                raise DataError(task.config.dataset_path, f"task {task.name!r} doc {doc_id}: doc_to_target gave "
-                                f"{target!r}, not a non-empty string", field="doc_to_target")
-            kept.append(Example(task.name, doc_id, tuple(task.messages(doc)), tuple(task.audio_of(doc)), target,
-                                tuple(task.subjects_of(doc))))
+                raise DataError(
+                    task.config.dataset_path,
+                    f"task {task.name!r} doc {doc_id}: doc_to_target gave {target!r}, not a non-empty string",
+                    field="doc_to_target",
+                )
+            kept.append(
+                Example(
+                    task.name,
+                    doc_id,
+                    tuple(task.messages(doc)),
+                    tuple(task.audio_of(doc)),
+                    target,
+                    tuple(task.subjects_of(doc)),
+                )
+            )
             if limit is not None and len(kept) >= limit:
                 break
         if not kept:
-            raise DataError(task.config.dataset_path, f"task {task.name!r}: no {split!r} docs left"
-                            + (f" after --filter {speakers}" if speakers else ""))
+            raise DataError(
+                task.config.dataset_path,
+                f"task {task.name!r}: no {split!r} docs left" + (f" after --filter {speakers}" if speakers else ""),
+            )
         out.extend(kept)
     return out
 
@@ -106,8 +125,9 @@ class Collator:
         tok = adapter.tokenizer
         end = END_OF_TURN if END_OF_TURN in tok.get_vocab() else tok.eos_token
         if end is None:
-            raise ConfigError(f"{adapter.pretrained}: the tokenizer has no {END_OF_TURN} and no eos token to end the "
-                              "answer with")
+            raise ConfigError(
+                f"{adapter.pretrained}: the tokenizer has no {END_OF_TURN} and no eos token to end the answer with"
+            )
         self.end_text, self.pad_id = end, tok.pad_token_id if tok.pad_token_id is not None else 0
 
     def __call__(self, examples: list[Example]) -> dict:
@@ -121,8 +141,9 @@ class Collator:
         for example, request in zip(examples, requests):
             inputs = adapter.build_inputs([request])
             prompt = inputs["input_ids"][0][inputs["attention_mask"][0].bool()]
-            answer = torch.tensor(tok(example.target + self.end_text, add_special_tokens=False)["input_ids"],
-                                  dtype=prompt.dtype)
+            answer = torch.tensor(
+                tok(example.target + self.end_text, add_special_tokens=False)["input_ids"], dtype=prompt.dtype
+            )
             rows.append((prompt, answer))
             for key in adapter.AUDIO_KEYS + ("feature_attention_mask",):
                 if key in inputs:
@@ -134,7 +155,7 @@ class Collator:
         for i, (p, a) in enumerate(rows):
             n = len(p) + len(a)
             ids[i, :n] = torch.cat([p, a])
-            labels[i, len(p):n] = a
+            labels[i, len(p) : n] = a
             mask[i, :n] = 1
         batch = {"input_ids": ids, "attention_mask": mask, "labels": labels}
         batch.update({k: torch.cat(v) for k, v in audio_parts.items()})

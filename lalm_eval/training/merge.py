@@ -42,9 +42,11 @@ def merge_peft(pretrained: str, peft_dir: str, out: str | Path) -> Path:
     adapted = {n.removeprefix("base_model.model.") for n, m in peft_model.named_modules() if hasattr(m, "lora_A")}
     missing = sorted(n for names in peft_components(peft_dir).values() for n in names if n not in adapted)
     if missing:
-        raise ConfigError(f"merge_peft: the adapter {peft_dir} holds weights for {len(missing)} module(s) that "
-                          f"{cls.__name__} ({base}) does not have, e.g. {missing[:3]}: was it trained on another "
-                          "model class?")
+        raise ConfigError(
+            f"merge_peft: the adapter {peft_dir} holds weights for {len(missing)} module(s) that "
+            f"{cls.__name__} ({base}) does not have, e.g. {missing[:3]}: was it trained on another "
+            "model class?"
+        )
     merged = peft_model.merge_and_unload()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -59,8 +59,9 @@ def load_recipe(name: str, tokens: int | None = None, setting: str | None = None
     if not path.is_file():
         close = difflib.get_close_matches(str(name), available_recipes(), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ConfigError(f"unknown recipe {name!r}{hint}; available: {', '.join(available_recipes())} "
-                          f"(or a path to a recipe YAML)")
+        raise ConfigError(
+            f"unknown recipe {name!r}{hint}; available: {', '.join(available_recipes())} (or a path to a recipe YAML)"
+        )
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     known = {f.name for f in dataclasses.fields(Recipe)} - {"file"}
     unknown = sorted(set(data) - known)
@@ -131,16 +132,25 @@ def resolve_placement(model, placement: str) -> list[str]:
     linear = _linear_names(model)
     missing = [c for c in entry["components"] if c not in found]
     leaves = entry["leaves"]
-    picked = [] if missing else [
-        n for n in linear
-        if any(_inside(n, found[c]) for c in entry["components"])
-        and (leaves == "all" or n.rsplit(".", 1)[-1] in leaves)]
+    picked = (
+        []
+        if missing
+        else [
+            n
+            for n in linear
+            if any(_inside(n, found[c]) for c in entry["components"])
+            and (leaves == "all" or n.rsplit(".", 1)[-1] in leaves)
+        ]
+    )
     if not picked:
-        leaf_sets = {comp: sorted({n.rsplit(".", 1)[-1] for n in linear if _inside(n, qual)})
-                     for comp, qual in found.items()}
+        leaf_sets = {
+            comp: sorted({n.rsplit(".", 1)[-1] for n in linear if _inside(n, qual)}) for comp, qual in found.items()
+        }
         why = f"the model has no {missing} component" if missing else f"no linear layer named {leaves} inside it"
-        raise ConfigError(f"placement {placement!r} matches nothing on {type(model).__name__}: {why}; the model "
-                          f"has components {found} with linear layers {leaf_sets}")
+        raise ConfigError(
+            f"placement {placement!r} matches nothing on {type(model).__name__}: {why}; the model "
+            f"has components {found} with linear layers {leaf_sets}"
+        )
     return picked
 
 
@@ -163,8 +173,13 @@ def apply_recipe(model, recipe: Recipe, seed: int = 0):
 
     names = resolve_placement(model, recipe.placement)
     lora = recipe.lora or {}
-    config = LoraConfig(r=int(lora.get("r", 8)), lora_alpha=int(lora.get("alpha", 32)),
-                        lora_dropout=float(lora.get("dropout", 0.05)), target_modules=names, bias="none")
+    config = LoraConfig(
+        r=int(lora.get("r", 8)),
+        lora_alpha=int(lora.get("alpha", 32)),
+        lora_dropout=float(lora.get("dropout", 0.05)),
+        target_modules=names,
+        bias="none",
+    )
     return get_peft_model(model, config)
 
 
@@ -173,8 +188,10 @@ def trainable_parameters(model) -> list[str]:
 
 
 #: substrings of module names by component, for adapters saved without the model at hand
-_COMPONENT_MARKERS = {"audio_tower": ("audio_tower", "audio_encoder", "audio_model"),
-                      "projector": ("multi_modal_projector", "audio_projector")}
+_COMPONENT_MARKERS = {
+    "audio_tower": ("audio_tower", "audio_encoder", "audio_model"),
+    "projector": ("multi_modal_projector", "audio_projector"),
+}
 
 
 def _safetensors_keys(path: Path) -> list[str]:
@@ -205,9 +222,14 @@ def peft_components(folder) -> dict[str, list[str]]:
         raise ConfigError(f"{folder}: no adapter_config.json (not a peft adapter folder)")
     weights = folder / "adapter_model.safetensors"
     if weights.is_file():
-        names = sorted({k.removeprefix("base_model.model.").split(".lora_")[0].rsplit(".modules_to_save", 1)[0]
-                        if ".lora_" in k or ".modules_to_save" in k else k.removeprefix("base_model.model.")
-                        .rsplit(".", 1)[0] for k in _safetensors_keys(weights)})
+        names = sorted(
+            {
+                k.removeprefix("base_model.model.").split(".lora_")[0].rsplit(".modules_to_save", 1)[0]
+                if ".lora_" in k or ".modules_to_save" in k
+                else k.removeprefix("base_model.model.").rsplit(".", 1)[0]
+                for k in _safetensors_keys(weights)
+            }
+        )
     else:
         targets = json.loads(path.read_text(encoding="utf-8")).get("target_modules") or []
         if isinstance(targets, str):
@@ -215,7 +237,9 @@ def peft_components(folder) -> dict[str, list[str]]:
         names = list(targets)
     out: dict[str, list[str]] = {}
     for name in names:
-        comp = next((c for c, marks in _COMPONENT_MARKERS.items() if any(m in name for m in marks)),
-                    "language_model" if "." in name else "ambiguous")
+        comp = next(
+            (c for c, marks in _COMPONENT_MARKERS.items() if any(m in name for m in marks)),
+            "language_model" if "." in name else "ambiguous",
+        )
         out.setdefault(comp, []).append(name)
     return out

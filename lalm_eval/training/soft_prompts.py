@@ -40,8 +40,11 @@ _SAFE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 def _file_name(name: str) -> str:
-    return f"{name}.safetensors" if _SAFE.match(name) else \
-        f"subject_{hashlib.sha256(name.encode()).hexdigest()[:12]}.safetensors"
+    return (
+        f"{name}.safetensors"
+        if _SAFE.match(name)
+        else f"subject_{hashlib.sha256(name.encode()).hexdigest()[:12]}.safetensors"
+    )
 
 
 def _pattern(name: str) -> str:
@@ -55,8 +58,10 @@ def soft_prompt_folder(path) -> Path:
     for folder in (path, path / FOLDER):
         if (folder / INDEX).is_file():
             return folder
-    raise ConfigError(f"soft_prompts={path}: no {INDEX} there or in {path / FOLDER} (write one with "
-                      f"`lalm-eval train --recipe prompt_tuning`)")
+    raise ConfigError(
+        f"soft_prompts={path}: no {INDEX} there or in {path / FOLDER} (write one with "
+        f"`lalm-eval train --recipe prompt_tuning`)"
+    )
 
 
 def fingerprint_folder(path) -> str:
@@ -118,8 +123,10 @@ class SoftPrompts:
                 raise ConfigError(f"{folder / INDEX}: subject {name!r}: file {file} is missing")
             vectors[name] = load_file(folder / file)["embeddings"].to(torch.float32)
             if tuple(vectors[name].shape) != (index["tokens"], index["hidden_size"]):
-                raise ConfigError(f"{folder / file}: shape {tuple(vectors[name].shape)}, index says "
-                                  f"({index['tokens']}, {index['hidden_size']})")
+                raise ConfigError(
+                    f"{folder / file}: shape {tuple(vectors[name].shape)}, index says "
+                    f"({index['tokens']}, {index['hidden_size']})"
+                )
         return cls(vectors, *cls.placeholder_of(tokenizer))
 
     def save(self, out_dir) -> Path:
@@ -130,11 +137,19 @@ class SoftPrompts:
         files = {}
         for name, param in self.by_name.items():
             files[name] = _file_name(name)
-            save_file({"embeddings": param.detach().float().cpu().contiguous()}, folder / files[name],
-                      metadata={"subject": name, "tokens": str(self.tokens)})
+            save_file(
+                {"embeddings": param.detach().float().cpu().contiguous()},
+                folder / files[name],
+                metadata={"subject": name, "tokens": str(self.tokens)},
+            )
         hidden = int(self.params[0].shape[1]) if self.names else 0
-        index = {"tokens": self.tokens, "hidden_size": hidden, "rule": RULE, "placeholder": self.placeholder,
-                 "subjects": files}
+        index = {
+            "tokens": self.tokens,
+            "hidden_size": hidden,
+            "rule": RULE,
+            "placeholder": self.placeholder,
+            "subjects": files,
+        }
         (folder / INDEX).write_text(json.dumps(index, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         return folder
 
@@ -145,15 +160,19 @@ class SoftPrompts:
         missing = sorted({n for r in requests for n in r.subjects if n not in self.by_name})
         if missing:
             docs = sorted({f"{r.task} doc {r.doc_id}" for r in requests if set(r.subjects) & set(missing)})
-            raise ConfigError(f"soft prompts: no learned tokens for subject(s) {missing} (named in {len(docs)} "
-                              f"request(s), e.g. {docs[:3]}); the folder has {self.names}")
+            raise ConfigError(
+                f"soft prompts: no learned tokens for subject(s) {missing} (named in {len(docs)} "
+                f"request(s), e.g. {docs[:3]}); the folder has {self.names}"
+            )
 
     def mentions(self, request: Request) -> list[str]:
         """The subjects of ``request`` in the order their names occur in its text parts."""
         missing = [n for n in request.subjects if n not in self.by_name]
         if missing:
-            raise ConfigError(f"soft prompts: no learned tokens for subject(s) {missing} named in task "
-                              f"{request.task!r} doc {request.doc_id}; the folder has {self.names}")
+            raise ConfigError(
+                f"soft prompts: no learned tokens for subject(s) {missing} named in task "
+                f"{request.task!r} doc {request.doc_id}; the folder has {self.names}"
+            )
         if not request.subjects:
             return []
         names = sorted(set(request.subjects), key=len, reverse=True)
@@ -173,8 +192,10 @@ class SoftPrompts:
 
         def edit(text: str) -> str:
             if self.placeholder in text:
-                raise ConfigError(f"task {request.task!r} doc {request.doc_id}: the prompt already contains the soft "
-                                  f"prompt placeholder {self.placeholder!r}")
+                raise ConfigError(
+                    f"task {request.task!r} doc {request.doc_id}: the prompt already contains the soft "
+                    f"prompt placeholder {self.placeholder!r}"
+                )
             return regex.sub(lambda m: m.group(0) + fill, text)
 
         messages = []
@@ -183,8 +204,12 @@ class SoftPrompts:
             if isinstance(content, str):
                 messages.append({**m, "content": edit(content)})
             elif isinstance(content, (list, tuple)):
-                messages.append({**m, "content": [{**p, "text": edit(p["text"])} if p.get("type") == "text" else p
-                                                  for p in content]})
+                messages.append(
+                    {
+                        **m,
+                        "content": [{**p, "text": edit(p["text"])} if p.get("type") == "text" else p for p in content],
+                    }
+                )
             else:
                 messages.append(m)
         return dataclasses.replace(request, messages=tuple(messages))
@@ -218,9 +243,11 @@ class SoftPrompts:
         vectors = torch.cat(list(flat)) if flat else None
         want = self.tokens * len(flat)
         if int(positions.sum()) != want:
-            raise ConfigError(f"soft prompts: {int(positions.sum())} placeholder positions in the inputs for "
-                              f"{len(flat)} mentions x {self.tokens} tokens (did the tokenizer split the placeholder "
-                              f"{self.placeholder!r}?)")
+            raise ConfigError(
+                f"soft prompts: {int(positions.sum())} placeholder positions in the inputs for "
+                f"{len(flat)} mentions x {self.tokens} tokens (did the tokenizer split the placeholder "
+                f"{self.placeholder!r}?)"
+            )
         self._plan = (input_ids, positions, vectors) if want else None
         try:
             yield

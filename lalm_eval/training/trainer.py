@@ -121,8 +121,11 @@ def save_processor(adapter, out: Path) -> None:
 
 def loss_curve(log_history: list[dict], out: Path) -> list[dict]:
     """``loss.json`` and ``loss.png`` from the Trainer's log history; returns the points."""
-    points = [{"step": e["step"], "loss": e["loss"], "learning_rate": e.get("learning_rate"), "epoch": e.get("epoch")}
-              for e in log_history if "loss" in e]
+    points = [
+        {"step": e["step"], "loss": e["loss"], "learning_rate": e.get("learning_rate"), "epoch": e.get("epoch")}
+        for e in log_history
+        if "loss" in e
+    ]
     (out / "loss.json").write_text(json.dumps(points, indent=2) + "\n", encoding="utf-8")
     import matplotlib
 
@@ -153,8 +156,12 @@ def _seen_by_rank(seen: list, world_size: int) -> dict:
     sets = [set(map(tuple, p)) for p in parts]
     union = set().union(*sets)
     shared = sum(sum(k in s for s in sets) > 1 for k in union)
-    return {"world_size": world_size, "examples_seen_per_rank": [len(p) for p in parts],
-            "distinct_examples_seen": len(union), "examples_seen_by_several_ranks": shared}
+    return {
+        "world_size": world_size,
+        "examples_seen_per_rank": [len(p) for p in parts],
+        "distinct_examples_seen": len(union),
+        "examples_seen_by_several_ranks": shared,
+    }
 
 
 def train(adapter, opts: TrainOptions) -> dict:
@@ -173,11 +180,14 @@ def train(adapter, opts: TrainOptions) -> dict:
     from lalm_eval.training.soft_prompts import SoftPromptModel, SoftPrompts
 
     if not isinstance(adapter, HFAudioAdapter):
-        raise ConfigError(f"lalm-eval train: --model {adapter.name!r} is not a Hugging Face audio adapter "
-                          "(qwen2_audio, qwen2_5_omni, hf-audio)")
+        raise ConfigError(
+            f"lalm-eval train: --model {adapter.name!r} is not a Hugging Face audio adapter "
+            "(qwen2_audio, qwen2_5_omni, hf-audio)"
+        )
     if getattr(adapter, "peft", None) or getattr(adapter, "soft_prompts_path", None):
-        raise ConfigError("lalm-eval train: start from a base or merged model (pretrained=), not from peft= / "
-                          "soft_prompts= outputs")
+        raise ConfigError(
+            "lalm-eval train: start from a base or merged model (pretrained=), not from peft= / soft_prompts= outputs"
+        )
     setting = opts.setting or ("multi_speaker" if opts.speakers == "multi_speaker" else None)
     recipe = load_recipe(opts.recipe, tokens=opts.tokens, setting=setting)
     out = Path(opts.output_dir)
@@ -185,18 +195,30 @@ def train(adapter, opts: TrainOptions) -> dict:
     hp = recipe.training_args(setting)
     cuda = adapter.device.startswith("cuda")
     args = TrainingArguments(
-        output_dir=str(out / "checkpoints"), per_device_train_batch_size=opts.batch_size,
+        output_dir=str(out / "checkpoints"),
+        per_device_train_batch_size=opts.batch_size,
         gradient_accumulation_steps=opts.grad_accum,
         learning_rate=float(opts.learning_rate if opts.learning_rate is not None else hp["learning_rate"]),
         num_train_epochs=float(opts.epochs if opts.epochs is not None else hp.get("num_train_epochs", 1)),
-        max_steps=opts.max_steps, optim=hp.get("optim", "adamw_torch"), logging_steps=opts.logging_steps,
-        save_strategy="steps", save_steps=opts.save_steps, save_total_limit=2, seed=opts.seed, data_seed=opts.seed,
-        bf16=cuda and adapter.torch_dtype == torch.bfloat16, use_cpu=not cuda,
+        max_steps=opts.max_steps,
+        optim=hp.get("optim", "adamw_torch"),
+        logging_steps=opts.logging_steps,
+        save_strategy="steps",
+        save_steps=opts.save_steps,
+        save_total_limit=2,
+        seed=opts.seed,
+        data_seed=opts.seed,
+        bf16=cuda and adapter.torch_dtype == torch.bfloat16,
+        use_cpu=not cuda,
         gradient_checkpointing=opts.gradient_checkpointing,
         gradient_checkpointing_kwargs={"use_reentrant": False} if opts.gradient_checkpointing else None,
         # prompt tuning under DDP: the rows of subjects absent from a process's batch get no gradient
         ddp_find_unused_parameters=recipe.method == "prompt_tuning",
-        remove_unused_columns=False, report_to=[], dataloader_num_workers=0, disable_tqdm=False)
+        remove_unused_columns=False,
+        report_to=[],
+        dataloader_num_workers=0,
+        disable_tqdm=False,
+    )
     main = args.process_index == 0
     # under a launcher rank 0 builds (or reads) the datasets first; the others then read its cache
     with args.main_process_first(desc="training examples"):
@@ -209,15 +231,18 @@ def train(adapter, opts: TrainOptions) -> dict:
     if recipe.method == "prompt_tuning":
         names = sorted({n for e in examples for n in e.subjects})
         if not names:
-            raise ConfigError(f"recipe {recipe.name!r}: the training docs name no subjects (the tasks' "
-                              "doc_to_subjects gives none); per-speaker prompt tuning needs them")
+            raise ConfigError(
+                f"recipe {recipe.name!r}: the training docs name no subjects (the tasks' "
+                "doc_to_subjects gives none); per-speaker prompt tuning needs them"
+            )
         apply_recipe(model, recipe)
         soft = SoftPrompts.initialise(names, recipe.tokens, model, adapter.tokenizer, opts.seed, recipe.init_scale)
         soft.params.to(model.device)
         adapter.soft_prompts = soft  # build_inputs inserts the placeholders, as in evaluation
         train_model = SoftPromptModel(model, soft)
-        collator = Collator(adapter, prepare=lambda reqs: (reqs, {"soft_prompt_mentions": [soft.mentions(r)
-                                                                                           for r in reqs]}))
+        collator = Collator(
+            adapter, prepare=lambda reqs: (reqs, {"soft_prompt_mentions": [soft.mentions(r) for r in reqs]})
+        )
     else:
         train_model = apply_recipe(model, recipe, opts.seed)
         collator = Collator(adapter)
@@ -228,9 +253,13 @@ def train(adapter, opts: TrainOptions) -> dict:
 
     trainable = [n for n, p in train_model.named_parameters() if p.requires_grad]
     n_trainable = sum(p.numel() for p in train_model.parameters() if p.requires_grad)
-    trainer = _trainer_class(soft, seen)(model=train_model, args=args, train_dataset=ExampleDataset(examples),
-                                   data_collator=collate,
-                                   callbacks=[_time_limit(opts.max_minutes)] if opts.max_minutes else None)
+    trainer = _trainer_class(soft, seen)(
+        model=train_model,
+        args=args,
+        train_dataset=ExampleDataset(examples),
+        data_collator=collate,
+        callbacks=[_time_limit(opts.max_minutes)] if opts.max_minutes else None,
+    )
     resumed_from = None
     if opts.resume:
         from transformers.trainer_utils import get_last_checkpoint
@@ -253,18 +282,35 @@ def train(adapter, opts: TrainOptions) -> dict:
             model.save_pretrained(out)
             save_processor(adapter, out)
         points = loss_curve(trainer.state.log_history, out)
-    info = {"recipe": dataclasses.asdict(recipe), "setting": setting, "tasks": opts.tasks, "filter": opts.speakers,
-            "examples": len(examples), "examples_per_task": {t: sum(e.task == t for e in examples)
-                                                             for t in dict.fromkeys(e.task for e in examples)},
-            "model": adapter.name, "pretrained": adapter.pretrained, "base_config_hash": base_hash,
-            "seed": opts.seed, "max_steps": opts.max_steps, "global_step": trainer.state.global_step,
-            "resumed_from_step": resumed_from,
-            "learning_rate": args.learning_rate, "epochs": args.num_train_epochs, "batch_size": opts.batch_size,
-            "grad_accum": opts.grad_accum, "dtype": adapter.dtype, "device": adapter.device, **shards,
-            "trainable_parameters": n_trainable, "trainable_tensors": len(trainable),
-            "seconds": round(seconds, 2), "train_samples_per_second": result.metrics.get("train_samples_per_second"),
-            "loss_first": points[0]["loss"] if points else None, "loss_last": points[-1]["loss"] if points else None,
-            "evaluate_with": _evaluate_with(adapter, recipe, out)}
+    info = {
+        "recipe": dataclasses.asdict(recipe),
+        "setting": setting,
+        "tasks": opts.tasks,
+        "filter": opts.speakers,
+        "examples": len(examples),
+        "examples_per_task": {t: sum(e.task == t for e in examples) for t in dict.fromkeys(e.task for e in examples)},
+        "model": adapter.name,
+        "pretrained": adapter.pretrained,
+        "base_config_hash": base_hash,
+        "seed": opts.seed,
+        "max_steps": opts.max_steps,
+        "global_step": trainer.state.global_step,
+        "resumed_from_step": resumed_from,
+        "learning_rate": args.learning_rate,
+        "epochs": args.num_train_epochs,
+        "batch_size": opts.batch_size,
+        "grad_accum": opts.grad_accum,
+        "dtype": adapter.dtype,
+        "device": adapter.device,
+        **shards,
+        "trainable_parameters": n_trainable,
+        "trainable_tensors": len(trainable),
+        "seconds": round(seconds, 2),
+        "train_samples_per_second": result.metrics.get("train_samples_per_second"),
+        "loss_first": points[0]["loss"] if points else None,
+        "loss_last": points[-1]["loss"] if points else None,
+        "evaluate_with": _evaluate_with(adapter, recipe, out),
+    }
     if main:
         (out / "train_info.json").write_text(json.dumps(info, indent=2, default=str) + "\n", encoding="utf-8")
     if args.world_size > 1:  # the others return once rank 0 has written everything
@@ -275,6 +321,9 @@ def train(adapter, opts: TrainOptions) -> dict:
 
 
 def _evaluate_with(adapter, recipe, out: Path) -> str:
-    args = {"full": f"pretrained={out}", "lora": f"pretrained={adapter.pretrained},peft={out}",
-            "prompt_tuning": f"pretrained={adapter.pretrained},soft_prompts={out}"}[recipe.method]
+    args = {
+        "full": f"pretrained={out}",
+        "lora": f"pretrained={adapter.pretrained},peft={out}",
+        "prompt_tuning": f"pretrained={adapter.pretrained},soft_prompts={out}",
+    }[recipe.method]
     return f"lalm-eval --model {adapter.name} --model_args {args} --tasks ..."

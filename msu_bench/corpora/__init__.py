@@ -55,10 +55,10 @@ def read_embedded(corpus_dir=None) -> ReadReport:
 
     return read_manifest(Path(corpus_dir) / "manifest.jsonl") if corpus_dir else load_embedded_conversations()
 
+
 #: ``[noise]``, ``[laughs]``, ``[inaudible 0:00:42.15]``, ``[*]``, ``[+]``, ``[MUSIC]``, ...
 TAG = re.compile(r"\[[^\]]*\]")
-GENDERS = {"f": "female", "female": "female", "女": "female",
-           "m": "male", "male": "male", "男": "male"}
+GENDERS = {"f": "female", "female": "female", "女": "female", "m": "male", "male": "male", "男": "male"}
 
 
 def strip_tags(text: str) -> str:
@@ -88,13 +88,24 @@ def require_some(conversations: list, root: Path, corpus: str, what: str, skippe
     if not conversations:
         why = "; ".join(f"{f}: {r}" for f, r in (skipped or [])[:3])
         more = f" (+{len(skipped) - 3} more)" if skipped and len(skipped) > 3 else ""
-        raise DataError(root, f"no usable {corpus} conversations found (expected {what})"
-                              + (f"; skipped: {why}{more}" if why else ""))
+        raise DataError(
+            root,
+            f"no usable {corpus} conversations found (expected {what})" + (f"; skipped: {why}{more}" if why else ""),
+        )
 
 
-def make_conversation(cid: str, *, source: str, language: str, annotation, audio,
-                      turns, speakers: dict[str, SpeakerInfo], skipped: list[Skip],
-                      meta: dict | None = None) -> Conversation | None:
+def make_conversation(
+    cid: str,
+    *,
+    source: str,
+    language: str,
+    annotation,
+    audio,
+    turns,
+    speakers: dict[str, SpeakerInfo],
+    skipped: list[Skip],
+    meta: dict | None = None,
+) -> Conversation | None:
     """Build one conversation from raw ``(speaker, start, end, text)`` turns.
 
     ``annotation`` is the file skips are reported against; ``audio`` may be ``None`` or a path
@@ -106,8 +117,9 @@ def make_conversation(cid: str, *, source: str, language: str, annotation, audio
     if not raw:
         skipped.append(Skip(str(annotation), "no usable turns"))
         return None
-    kept = [Turn(id=f"{cid}-t{i:04d}", speaker=spk, text=text, start=s, end=e)
-            for i, (spk, s, e, text) in enumerate(raw, 1)]
+    kept = [
+        Turn(id=f"{cid}-t{i:04d}", speaker=spk, text=text, start=s, end=e) for i, (spk, s, e, text) in enumerate(raw, 1)
+    ]
     order = list(dict.fromkeys(t.speaker for t in kept))
     infos = {spk: speakers.get(spk) or SpeakerInfo(id=spk, language=language) for spk in order}
     duration, rate, path = max(t.end for t in kept), 16_000, None
@@ -119,9 +131,17 @@ def make_conversation(cid: str, *, source: str, language: str, annotation, audio
             skipped.append(Skip(str(audio), f"audio unreadable ({exc})"))
     else:
         skipped.append(Skip(str(annotation), "audio missing"))
-    return Conversation(id=cid, language=language, source=source, audio=path,
-                        duration=duration, speakers=infos, turns=kept, meta=dict(meta or {}),
-                        sampling_rate=rate)
+    return Conversation(
+        id=cid,
+        language=language,
+        source=source,
+        audio=path,
+        duration=duration,
+        speakers=infos,
+        turns=kept,
+        meta=dict(meta or {}),
+        sampling_rate=rate,
+    )
 
 
 # The readers import the helpers above, so they are imported after them.
@@ -130,5 +150,18 @@ from msu_bench.corpora.chime6 import parse_clock, prepare_chime6  # noqa: E402
 from msu_bench.corpora.magicdata import prepare_magicdata  # noqa: E402
 from msu_bench.corpora.rttm import RttmReport, prepare_rttm  # noqa: E402
 
-__all__ = ["READERS", "read_corpus", "read_embedded", "prepare_alimeeting", "prepare_chime6", "prepare_magicdata",
-           "prepare_rttm", "parse_clock", "RttmReport", "Skip", "make_conversation", "strip_tags", "normalize_gender"]
+__all__ = [
+    "READERS",
+    "read_corpus",
+    "read_embedded",
+    "prepare_alimeeting",
+    "prepare_chime6",
+    "prepare_magicdata",
+    "prepare_rttm",
+    "parse_clock",
+    "RttmReport",
+    "Skip",
+    "make_conversation",
+    "strip_tags",
+    "normalize_gender",
+]

@@ -39,8 +39,7 @@ from praatio.utilities.textgrid_io import parseTextgridStr
 
 from lalm_eval.errors import DataError
 from lalm_eval.hub.readers import Skip
-from msu_bench.corpora import (check_option, make_conversation, normalize_gender, require_dir,
-                               require_some)
+from msu_bench.corpora import check_option, make_conversation, normalize_gender, require_dir, require_some
 from msu_bench.types import ReadReport, SpeakerInfo
 
 SPLITS = ("train", "eval", "test")
@@ -50,8 +49,7 @@ NEAR_STEM = re.compile(r"^(?P<session>.+?)_(?P<gender>[FM])_(?P<speaker>SPK\w+)$
 PARSE_ERRORS = (OSError, UnicodeError, ValueError, IndexError, KeyError, TypeError, PraatioException)
 
 
-def prepare_alimeeting(corpus_dir, split: str | None = None, mic: str = "far",
-                       language: str = "zh") -> ReadReport:
+def prepare_alimeeting(corpus_dir, split: str | None = None, mic: str = "far", language: str = "zh") -> ReadReport:
     """Read AliMeeting sessions of ``split`` (``train``/``eval``/``test``; all found when None)
     recorded by ``mic`` (``far`` or ``near``) into conversations."""
     check_option("mic", mic, MICS)
@@ -67,8 +65,7 @@ def prepare_alimeeting(corpus_dir, split: str | None = None, mic: str = "far",
             conv = _read_session(session, files, audio_dir, part, mic, language, skipped)
             if conv is not None:
                 conversations.append(conv)
-    require_some(conversations, root, "AliMeeting",
-                 f"{{Train,Eval,Test}}_Ali_{mic}/textgrid_dir/*.TextGrid")
+    require_some(conversations, root, "AliMeeting", f"{{Train,Eval,Test}}_Ali_{mic}/textgrid_dir/*.TextGrid")
     return ReadReport(conversations, skips=skipped)
 
 
@@ -80,9 +77,11 @@ def read_textgrid(path) -> list[tuple[str, list[tuple[float, float, str]]]]:
     raw = Path(path).read_bytes()
     text = raw.decode("utf-16") if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else raw.decode("utf-8-sig")
     grid = parseTextgridStr(text, includeEmptyIntervals=False)
-    return [(tier["name"], [(float(s), float(e), str(m).strip()) for s, e, m in tier["entries"]
-                            if str(m).strip()])
-            for tier in grid["tiers"] if tier["class"] == INTERVAL_TIER]
+    return [
+        (tier["name"], [(float(s), float(e), str(m).strip()) for s, e, m in tier["entries"] if str(m).strip()])
+        for tier in grid["tiers"]
+        if tier["class"] == INTERVAL_TIER
+    ]
 
 
 def _split_dirs(root: Path, split: str | None, mic: str) -> list[tuple[str, Path]]:
@@ -115,8 +114,7 @@ def _near_sessions(grids: list[Path], skipped: list) -> dict[str, list]:
     return dict(sessions)
 
 
-def _read_session(session: str, files, audio_dir: Path, part: str, mic: str, language: str,
-                  skipped: list):
+def _read_session(session: str, files, audio_dir: Path, part: str, mic: str, language: str, skipped: list):
     turns, speakers, near_audio, readable = [], {}, {}, 0
     for grid, file_speaker, file_gender in files:
         try:
@@ -132,21 +130,34 @@ def _read_session(session: str, files, audio_dir: Path, part: str, mic: str, lan
             if speaker is None:
                 match = SPEAKER.search(name)
                 speaker, gender = (match["speaker"], match["gender"]) if match else (name, None)
-            speakers.setdefault(speaker, SpeakerInfo(id=speaker, gender=normalize_gender(gender),
-                                                     language=language))
+            speakers.setdefault(speaker, SpeakerInfo(id=speaker, gender=normalize_gender(gender), language=language))
             turns += [(speaker, s, e, mark) for s, e, mark in _clean_tier(grid, name, intervals, skipped)]
     if not readable:
         return None  # every TextGrid of the session was unreadable: already counted
     meta = {"split": part, "mic": mic, "session": session}
     if mic == "far":
-        audio = next((p for p in sorted(audio_dir.glob(f"{session}*.wav"))
-                      if p.stem == session or p.stem.startswith(session + "_")), None)
+        audio = next(
+            (
+                p
+                for p in sorted(audio_dir.glob(f"{session}*.wav"))
+                if p.stem == session or p.stem.startswith(session + "_")
+            ),
+            None,
+        )
     else:
         meta["near_audio"] = {spk: str(p.resolve()) for spk, p in sorted(near_audio.items())}
         audio = next(iter(near_audio.values()), None)
-    return make_conversation(f"alimeeting-{session}", source="alimeeting", language=language,
-                             annotation=files[0][0], audio=audio, turns=turns, speakers=speakers,
-                             skipped=skipped, meta=meta)
+    return make_conversation(
+        f"alimeeting-{session}",
+        source="alimeeting",
+        language=language,
+        annotation=files[0][0],
+        audio=audio,
+        turns=turns,
+        speakers=speakers,
+        skipped=skipped,
+        meta=meta,
+    )
 
 
 def _clean_tier(grid: Path, name: str, intervals, skipped: list) -> list[tuple[float, float, str]]:
@@ -156,8 +167,13 @@ def _clean_tier(grid: Path, name: str, intervals, skipped: list) -> list[tuple[f
         if end <= start:
             skipped.append(Skip(str(grid), f"tier {name!r}: interval {start:.3f}-{end:.3f} has start >= end"))
         elif start < last_end:
-            skipped.append(Skip(str(grid), f"tier {name!r}: interval {start:.3f}-{end:.3f} overlaps "
-                                       f"the previous interval (ends {last_end:.3f})"))
+            skipped.append(
+                Skip(
+                    str(grid),
+                    f"tier {name!r}: interval {start:.3f}-{end:.3f} overlaps "
+                    f"the previous interval (ends {last_end:.3f})",
+                )
+            )
         else:
             kept.append((start, end, mark))
             last_end = end

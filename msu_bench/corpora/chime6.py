@@ -58,8 +58,7 @@ def parse_clock(value) -> float:
     return seconds
 
 
-def prepare_chime6(corpus_dir, split: str | None = None, mic: str = "close",
-                   language: str = "en") -> ReadReport:
+def prepare_chime6(corpus_dir, split: str | None = None, mic: str = "close", language: str = "en") -> ReadReport:
     """Read CHiME-6 sessions of ``split`` (``train``/``dev``/``eval``; all found when None)."""
     check_option("mic", mic, MICS)
     if split is not None:
@@ -113,9 +112,17 @@ def _read_session(path: Path, audio_dir: Path, part: str, mic: str, language: st
         meta["close_talk"] = {spk: str(p.resolve()) for spk, p in close.items() if p.is_file()}
         if audio is None and meta["close_talk"]:
             audio = Path(next(iter(meta["close_talk"].values())))
-    return make_conversation(f"chime6-{session}", source="chime6", language=language,
-                             annotation=path, audio=audio, turns=turns, speakers=speakers,
-                             skipped=skipped, meta=meta)
+    return make_conversation(
+        f"chime6-{session}",
+        source="chime6",
+        language=language,
+        annotation=path,
+        audio=audio,
+        turns=turns,
+        speakers=speakers,
+        skipped=skipped,
+        meta=meta,
+    )
 
 
 def _array_channel(audio_dir: Path, session: str, refs: Counter) -> Path | None:

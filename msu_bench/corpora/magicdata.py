@@ -73,17 +73,28 @@ def _read_conversation(path: Path, wav_dir: Path, info: dict, language: str, ski
         turns.append((speaker, start, end, text))
         if speaker not in speakers:
             speakers[speaker] = _speaker(speaker, fields[2], info.get(speaker, {}), language)
-    return make_conversation(f"magicdata-{path.stem}", source="magicdata", language=language,
-                             annotation=path, audio=wav_dir / f"{path.stem}.wav", turns=turns,
-                             speakers=speakers, skipped=skipped)
+    return make_conversation(
+        f"magicdata-{path.stem}",
+        source="magicdata",
+        language=language,
+        annotation=path,
+        audio=wav_dir / f"{path.stem}.wav",
+        turns=turns,
+        speakers=speakers,
+        skipped=skipped,
+    )
 
 
 def _speaker(speaker: str, field: str, info: dict, language: str) -> SpeakerInfo:
     items = [x.strip() for x in re.split(r"[,，]", field) if x.strip()]
     gender = normalize_gender(items[0]) if items else None
-    return SpeakerInfo(id=speaker, gender=gender or normalize_gender(info.get("gender")),
-                       accent=items[1] if len(items) > 1 else None,
-                       region=info.get("region"), language=language)
+    return SpeakerInfo(
+        id=speaker,
+        gender=gender or normalize_gender(info.get("gender")),
+        accent=items[1] if len(items) > 1 else None,
+        region=info.get("region"),
+        language=language,
+    )
 
 
 def _read_spkinfo(path: Path, skipped: list) -> dict[str, dict]:

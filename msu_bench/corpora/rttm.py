@@ -65,13 +65,16 @@ class RttmReport(ReadReport):
         return len(self.untranscribed)
 
 
-def prepare_rttm(corpus_dir, language: str | None = None, source: str = "rttm",
-                 speaker_map: str | None = None) -> RttmReport:
+def prepare_rttm(
+    corpus_dir, language: str | None = None, source: str = "rttm", speaker_map: str | None = None
+) -> RttmReport:
     """Read every ``<name>.rttm`` under ``corpus_dir`` with its audio and transcript."""
     root = require_dir(corpus_dir, "RTTM")
     if language not in LANGUAGES:
-        raise ConfigError(f"the rttm reader needs the recordings' language, one of {', '.join(LANGUAGES)} "
-                          f"(got {language!r}): --corpus-option language=en")
+        raise ConfigError(
+            f"the rttm reader needs the recordings' language, one of {', '.join(LANGUAGES)} "
+            f"(got {language!r}): --corpus-option language=en"
+        )
     fixed = _load_speaker_map(speaker_map, root) if speaker_map not in (None, "overlap") else None
     report = RttmReport([])
     for rttm in sorted(root.rglob("*.rttm")):
@@ -95,16 +98,26 @@ def prepare_rttm(corpus_dir, language: str | None = None, source: str = "rttm",
             if i not in texts:
                 missing += 1
                 report.untranscribed.append((str(rttm), f"{speaker} {start:.3f}-{end:.3f}"))
-        audio = next((p for p in (rttm.with_suffix(s) for s in AUDIO_SUFFIXES) if p.is_file()),
-                     rttm.with_suffix(".wav"))
+        audio = next(
+            (p for p in (rttm.with_suffix(s) for s in AUDIO_SUFFIXES) if p.is_file()), rttm.with_suffix(".wav")
+        )
         meta = {"untranscribed": missing, **({"speaker_map": report.speaker_maps[str(rttm)]} if mapping else {})}
-        conv = make_conversation(f"{source}-{name}", source=source, language=language,
-                                 annotation=rttm, audio=audio, turns=turns, speakers={},
-                                 skipped=report.skips, meta=meta)
+        conv = make_conversation(
+            f"{source}-{name}",
+            source=source,
+            language=language,
+            annotation=rttm,
+            audio=audio,
+            turns=turns,
+            speakers={},
+            skipped=report.skips,
+            meta=meta,
+        )
         if conv is not None:
             report.conversations.append(conv)
-    require_some(report.conversations, root, "RTTM", "<name>.rttm + <name>.wav + <name>.json|.csv",
-                 skipped=report.skips)
+    require_some(
+        report.conversations, root, "RTTM", "<name>.rttm + <name>.wav + <name>.json|.csv", skipped=report.skips
+    )
     return report
 
 
@@ -114,8 +127,10 @@ def _load_speaker_map(value, root: Path) -> dict[str, str]:
     if not path.is_absolute() and not path.is_file() and (root / path).is_file():
         path = root / path
     if not path.is_file():
-        raise ConfigError(f"speaker_map={value!r}: no such file (expected a YAML mapping "
-                          "'transcript label: RTTM label', or speaker_map=overlap)")
+        raise ConfigError(
+            f"speaker_map={value!r}: no such file (expected a YAML mapping "
+            "'transcript label: RTTM label', or speaker_map=overlap)"
+        )
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeError, yaml.YAMLError) as exc:
@@ -147,9 +162,11 @@ def _label_mismatch(rttm: Path, segments, transcript) -> str | None:
     text_labels = sorted({t[0] for t in transcript})
     if not segments or not transcript or set(text_labels) & set(rttm_labels):
         return None
-    return (f"speaker labels differ: transcript {text_labels} vs RTTM {rttm_labels}, so no transcript turn "
-            "can be matched; map them with --corpus-option speaker_map=FILE.yaml ('transcript label: RTTM "
-            "label' lines) or speaker_map=overlap")
+    return (
+        f"speaker labels differ: transcript {text_labels} vs RTTM {rttm_labels}, so no transcript turn "
+        "can be matched; map them with --corpus-option speaker_map=FILE.yaml ('transcript label: RTTM "
+        "label' lines) or speaker_map=overlap"
+    )
 
 
 def _read_rttm(path: Path, skipped: list) -> list[tuple[str, float, float]]:
@@ -194,8 +211,13 @@ def _read_transcript(rttm: Path, skipped: list) -> list[tuple[str, float, float,
     turns = []
     for where, row in rows:
         try:
-            turn = (str(row["speaker"]).strip(), float(row["start"]), float(row["end"]),
-                    str(row.get("text") or "").strip(), where)
+            turn = (
+                str(row["speaker"]).strip(),
+                float(row["start"]),
+                float(row["end"]),
+                str(row.get("text") or "").strip(),
+                where,
+            )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             skipped.append(Skip(where, f"bad transcript row ({type(exc).__name__}: {exc})"))
             continue
@@ -215,8 +237,11 @@ def _assign(segments, transcript, skipped: list, language: str) -> dict[int, str
                 best, best_overlap = i, overlap
         if best is None:
             labels = sorted({s[0] for s in segments})
-            why = (f"speaker {speaker!r} is not an RTTM label ({', '.join(labels)}; see speaker_map)"
-                   if speaker not in labels else "overlaps no RTTM segment of its speaker")
+            why = (
+                f"speaker {speaker!r} is not an RTTM label ({', '.join(labels)}; see speaker_map)"
+                if speaker not in labels
+                else "overlaps no RTTM segment of its speaker"
+            )
             skipped.append(Skip(where, f"transcript turn {start:.3f}-{end:.3f} {text[:30]!r} {why}"))
             continue
         matched.setdefault(best, []).append(text)

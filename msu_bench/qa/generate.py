@@ -58,22 +58,36 @@ def _items(f: Facts, task: str, rng) -> list[tuple[str, str, dict]]:
             if not cut.text.strip():
                 continue
             q = words_before(cut, by.start, f.lang)
-            out.append((_fmt(pick(T["q"]), spk=N[cut.speaker], quote=q),
-                        _fmt(T["a_yes"], spk=N[cut.speaker], other=N[by.speaker]),
-                        {"turn": cut.id, "interrupted_by": by.id, "overlap_start": by.start}))
+            out.append(
+                (
+                    _fmt(pick(T["q"]), spk=N[cut.speaker], quote=q),
+                    _fmt(T["a_yes"], spk=N[cut.speaker], other=N[by.speaker]),
+                    {"turn": cut.id, "interrupted_by": by.id, "overlap_start": by.start},
+                )
+            )
         for turn, gap in f.long_pauses():
             if not turn.text.strip():
                 continue
-            out.append((_fmt(pick(T["q_pause"]), spk=N[turn.speaker], quote=f.q(turn)),
-                        _fmt(T["a_pause"], seconds=f"{gap:.1f}"), {"turn": turn.id, "pause": round(gap, 2)}))
+            out.append(
+                (
+                    _fmt(pick(T["q_pause"]), spk=N[turn.speaker], quote=f.q(turn)),
+                    _fmt(T["a_pause"], seconds=f"{gap:.1f}"),
+                    {"turn": turn.id, "pause": round(gap, 2)},
+                )
+            )
     elif task == "t1_sac_accent_dialect_recognition":
         for spk, accent in f.speaker_facts("accent"):
             said = f.said(spk)
             if not said:
                 continue
             turn = said[0]
-            out.append((_fmt(pick(T["q"]), spk=N[spk], quote=f.q(turn)),
-                        _fmt(T["a"], spk=N[spk], accent=L("accent", accent)), {"speaker": spk, "accent": accent}))
+            out.append(
+                (
+                    _fmt(pick(T["q"]), spk=N[spk], quote=f.q(turn)),
+                    _fmt(T["a"], spk=N[spk], accent=L("accent", accent)),
+                    {"speaker": spk, "accent": accent},
+                )
+            )
     elif task == "t1_sac_language_recognition":
         langs = sorted({info.language or f.conv.language for s, info in f.conv.speakers.items() if s in N})
         names = templates()["language_names"][f.lang]
@@ -82,84 +96,157 @@ def _items(f: Facts, task: str, rng) -> list[tuple[str, str, dict]]:
     elif task in ("t1_sac_gender_recognition", "t1_sac_age_recognition"):
         field = "gender" if "gender" in task else "age_group"
         for spk, value in f.speaker_facts(field):
-            out.append((_fmt(pick(T["q"]), spk=N[spk]), _fmt(T["a"], **{field: L(field, value)}), {"speaker": spk, field: value}))
+            out.append(
+                (
+                    _fmt(pick(T["q"]), spk=N[spk]),
+                    _fmt(T["a"], **{field: L(field, value)}),
+                    {"speaker": spk, field: value},
+                )
+            )
     elif task == "t1_spa_voice_quality_analysis":
         for t in f.turns:
             if t.voice_quality and t.text.strip():
-                out.append((_fmt(pick(T["q"]), spk=N[t.speaker], quote=f.q(t)),
-                            _fmt(T["a"], quality=L("voice_quality", t.voice_quality).capitalize() if f.lang == "en"
-                                 else L("voice_quality", t.voice_quality)), {"turn": t.id}))
+                out.append(
+                    (
+                        _fmt(pick(T["q"]), spk=N[t.speaker], quote=f.q(t)),
+                        _fmt(
+                            T["a"],
+                            quality=L("voice_quality", t.voice_quality).capitalize()
+                            if f.lang == "en"
+                            else L("voice_quality", t.voice_quality),
+                        ),
+                        {"turn": t.id},
+                    )
+                )
     elif task == "t1_spa_speech_flow_analysis":
         for t in f.turns:
             if t.pause_within and t.text.strip():
                 before, secs = t.pause_within
-                out.append((_fmt(pick(T["q"]), spk=N[t.speaker], quote=f.q(t)),
-                            _fmt(T["a_yes"], spk=N[t.speaker], seconds=f"{secs:.1f}", before=before.rstrip(",.，。")),
-                            {"turn": t.id, "pause": secs}))
+                out.append(
+                    (
+                        _fmt(pick(T["q"]), spk=N[t.speaker], quote=f.q(t)),
+                        _fmt(T["a_yes"], spk=N[t.speaker], seconds=f"{secs:.1f}", before=before.rstrip(",.，。")),
+                        {"turn": t.id, "pause": secs},
+                    )
+                )
     elif task == "t1_spa_emotion_recognition":
         for t in f.turns:
             if t.emotion and t.emotion != "neutral" and t.text.strip():
                 e = L("emotion", t.emotion)
-                out.append((_fmt(pick(T["q"]), spk=N[t.speaker], quote=f.q(t)),
-                            _fmt(T["a"], emotion=e.capitalize() if f.lang == "en" else e), {"turn": t.id}))
+                out.append(
+                    (
+                        _fmt(pick(T["q"]), spk=N[t.speaker], quote=f.q(t)),
+                        _fmt(T["a"], emotion=e.capitalize() if f.lang == "en" else e),
+                        {"turn": t.id},
+                    )
+                )
     elif task == "t2_sda_emotion_evolution":
         for spk in N:
             runs = f.emotion_runs(spk)
             if len(runs) >= 2:
                 sep = ", then " if f.lang == "en" else "，然后"
-                steps = [(f"{L('emotion', e)} when saying “{f.q(t)}”" if f.lang == "en" else f"说“{f.q(t)}”时{L('emotion', e)}")
-                         for e, t in runs]
-                out.append((_fmt(pick(T["q"]), spk=N[spk]), _fmt(T["a"], spk=N[spk], evolution=sep.join(steps)),
-                            {"speaker": spk, "turns": [t.id for _, t in runs]}))
+                steps = [
+                    (
+                        f"{L('emotion', e)} when saying “{f.q(t)}”"
+                        if f.lang == "en"
+                        else f"说“{f.q(t)}”时{L('emotion', e)}"
+                    )
+                    for e, t in runs
+                ]
+                out.append(
+                    (
+                        _fmt(pick(T["q"]), spk=N[spk]),
+                        _fmt(T["a"], spk=N[spk], evolution=sep.join(steps)),
+                        {"speaker": spk, "turns": [t.id for _, t in runs]},
+                    )
+                )
     elif task == "t2_sda_voice_quality_evolution":
         for spk in N:
             runs = f.voice_quality_runs(spk)
             if len(runs) >= 2:
                 sep = ", then " if f.lang == "en" else "，然后"
-                steps = [(f"{L('voice_quality', v)} when saying “{f.q(t)}”" if f.lang == "en"
-                          else f"说“{f.q(t)}”时{L('voice_quality', v)}") for v, t in runs]
-                out.append((_fmt(pick(T["q"]), spk=N[spk]), _fmt(T["a"], evolution=f"{N[spk]} " + sep.join(steps)
-                                                                  if f.lang == "en" else N[spk] + sep.join(steps)),
-                            {"speaker": spk, "turns": [t.id for _, t in runs]}))
+                steps = [
+                    (
+                        f"{L('voice_quality', v)} when saying “{f.q(t)}”"
+                        if f.lang == "en"
+                        else f"说“{f.q(t)}”时{L('voice_quality', v)}"
+                    )
+                    for v, t in runs
+                ]
+                out.append(
+                    (
+                        _fmt(pick(T["q"]), spk=N[spk]),
+                        _fmt(
+                            T["a"],
+                            evolution=f"{N[spk]} " + sep.join(steps) if f.lang == "en" else N[spk] + sep.join(steps),
+                        ),
+                        {"speaker": spk, "turns": [t.id for _, t in runs]},
+                    )
+                )
     elif task == "t2_sda_opinion_change_recognition":
         for spk, change in f.speaker_facts("opinion_change"):
             turn = f.turn(change["turn"])
             if turn is not None and turn.text.strip():
-                out.append((_fmt(pick(T["q"]), spk=N[spk]),
-                            _fmt(T["a"], spk=N[spk], quote=f.q(turn), **{"from": change["from"], "to": change["to"]}),
-                            {"speaker": spk, "turn": turn.id}))
+                out.append(
+                    (
+                        _fmt(pick(T["q"]), spk=N[spk]),
+                        _fmt(T["a"], spk=N[spk], quote=f.q(turn), **{"from": change["from"], "to": change["to"]}),
+                        {"speaker": spk, "turn": turn.id},
+                    )
+                )
     elif task == "t2_scii_language_accent_cultural_reasoning":
         for spk, culture in f.speaker_facts("culture"):
             accent = f.conv.speakers[spk].accent or ""
-            out.append((_fmt(pick(T["q"]), spk=N[spk]), _fmt(T["a"], spk=N[spk], accent=L("accent", accent), culture=culture),
-                        {"speaker": spk}))
+            out.append(
+                (
+                    _fmt(pick(T["q"]), spk=N[spk]),
+                    _fmt(T["a"], spk=N[spk], accent=L("accent", accent), culture=culture),
+                    {"speaker": spk},
+                )
+            )
     elif task == "t2_scii_expression_preference_recognition":
         for spk, expression in f.speaker_facts("expression"):
             age = f.conv.speakers[spk].age_group
             if age:
                 a = L("age_group", age)
-                out.append((_fmt(pick(T["q"]), spk=N[spk]), _fmt(T["a"], age_group=a, expression=expression), {"speaker": spk}))
+                out.append(
+                    (_fmt(pick(T["q"]), spk=N[spk]), _fmt(T["a"], age_group=a, expression=expression), {"speaker": spk})
+                )
     elif task == "t2_scii_geographical_location_estimation":
         for spk, region in f.speaker_facts("region"):
             accent = f.conv.speakers[spk].accent or ""
-            out.append((_fmt(pick(T["q"]), spk=N[spk]),
-                        _fmt(T["a"], spk=N[spk], region=region, accent=L("accent", accent)), {"speaker": spk}))
+            out.append(
+                (
+                    _fmt(pick(T["q"]), spk=N[spk]),
+                    _fmt(T["a"], spk=N[spk], region=region, accent=L("accent", accent)),
+                    {"speaker": spk},
+                )
+            )
     elif task == "t3_mssi_dialogue_background_reasoning":
         meta = f.conv.meta
         if meta.get("formality") and meta.get("venue"):
-            out.append((pick(T["q"]), _fmt(T["a"], formality=L("formality", meta["formality"]), venue=meta["venue"]), {}))
+            out.append(
+                (pick(T["q"]), _fmt(T["a"], formality=L("formality", meta["formality"]), venue=meta["venue"]), {})
+            )
     elif task == "t3_mssi_dialogue_result_reasoning":
         meta = f.conv.meta
         if meta.get("outcome") and meta.get("outcome_summary"):
-            out.append((pick(T["q"]), _fmt(T["a"], outcome=L("outcome", meta["outcome"]), summary=meta["outcome_summary"]), {}))
+            out.append(
+                (pick(T["q"]), _fmt(T["a"], outcome=L("outcome", meta["outcome"]), summary=meta["outcome_summary"]), {})
+            )
     elif task == "t3_msri_speaker_role_recognition":
         dom = f.conv.meta.get("dominant_speaker")
         if dom in N:
             for spk in N:
                 role = f.conv.speakers[spk].role or ""
                 key = "a_yes" if spk == dom else "a_no"
-                out.append((_fmt(pick(T["q"]), spk=N[spk]), _fmt(T[key], spk=N[spk], other=N[dom], role=role),
-                            {"speaker": spk, "dominant": dom}))
+                out.append(
+                    (
+                        _fmt(pick(T["q"]), spk=N[spk]),
+                        _fmt(T[key], spk=N[spk], other=N[dom], role=role),
+                        {"speaker": spk, "dominant": dom},
+                    )
+                )
     elif task == "t3_msri_social_role_recognition":
         rel = f.conv.meta.get("relationship")
         if rel:
@@ -168,35 +255,63 @@ def _items(f: Facts, task: str, rng) -> list[tuple[str, str, dict]]:
         transcript = f.transcript()
         if transcript is not None:
             untranscribed = sum(not t.text.strip() for t in f.turns)
-            out.append((pick(T["q"]), transcript, {"format": "{spk_1: ...; spk_2: ...}",
-                                                   **({"untranscribed_turns": untranscribed} if untranscribed else {})}))
+            out.append(
+                (
+                    pick(T["q"]),
+                    transcript,
+                    {
+                        "format": "{spk_1: ...; spk_2: ...}",
+                        **({"untranscribed_turns": untranscribed} if untranscribed else {}),
+                    },
+                )
+            )
     elif task in ("t4_msia_paralinguistic_interaction_analysis", "t4_mscr_causal_attribution"):
         for link in f.conv.meta.get("cause_links") or []:
             cause, effect = f.turn(link["cause_turn"]), f.turn(link["effect_turn"])
-            if cause is None or effect is None or not effect.emotion or cause.speaker == effect.speaker \
-                    or not cause.text.strip() or not effect.text.strip():
+            if (
+                cause is None
+                or effect is None
+                or not effect.emotion
+                or cause.speaker == effect.speaker
+                or not cause.text.strip()
+                or not effect.text.strip()
+            ):
                 continue
             e = L("emotion", effect.emotion)
-            values = dict(spk=N[effect.speaker], other=N[cause.speaker], quote=f.q(effect), emotion=e,
-                          explanation=link["explanation"], cause=f.q(cause))
+            values = dict(
+                spk=N[effect.speaker],
+                other=N[cause.speaker],
+                quote=f.q(effect),
+                emotion=e,
+                explanation=link["explanation"],
+                cause=f.q(cause),
+            )
             out.append((_fmt(pick(T["q"]), **values), _fmt(T["a"], **values), {"cause": cause.id, "effect": effect.id}))
     elif task == "t4_msia_social_interaction_analysis":
         for t in f.turns:
             if t.act in ("agree", "disagree") and t.text.strip():
-                out.append((_fmt(pick(T["q"]), spk=N[t.speaker], stance=L("stance", t.act)), _fmt(T["a"], text=t.text),
-                            {"turn": t.id, "act": t.act}))
+                out.append(
+                    (
+                        _fmt(pick(T["q"]), spk=N[t.speaker], stance=L("stance", t.act)),
+                        _fmt(T["a"], text=t.text),
+                        {"turn": t.id, "act": t.act},
+                    )
+                )
     elif task == "t4_mscr_motivation_reasoning":
         for m in f.conv.meta.get("motivations") or []:
             turn = f.turn(m["turn"])
             if turn is not None and turn.speaker in N:
-                out.append((_fmt(pick(T["q"]), spk=N[turn.speaker], action=m["action"]), m["motivation"], {"turn": turn.id}))
+                out.append(
+                    (_fmt(pick(T["q"]), spk=N[turn.speaker], action=m["action"]), m["motivation"], {"turn": turn.id})
+                )
     else:
         raise UnknownNameError(f"no QA generator for MSU task {task!r}")
     return out
 
 
-def generate_segment_qa(conv: Conversation, task_ids: list[str], asked: dict[str, int], rng: np.random.Generator,
-                        per_segment: int = 10) -> list[QAItem]:
+def generate_segment_qa(
+    conv: Conversation, task_ids: list[str], asked: dict[str, int], rng: np.random.Generator, per_segment: int = 10
+) -> list[QAItem]:
     """Up to ``per_segment`` questions about ``conv``, one per task, least-asked tasks first.
 
     ``asked`` counts questions per task so far (updated in place) so a build covers all tasks.

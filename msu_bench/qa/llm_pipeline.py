@@ -25,8 +25,13 @@ PROMPTS = Path(__file__).resolve().parent / "prompts"
 def _env():
     import jinja2
 
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(PROMPTS)), undefined=jinja2.StrictUndefined,
-                              trim_blocks=True, lstrip_blocks=True, autoescape=False)
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(PROMPTS)),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
 
 
 def _prompt(kind: str, language: str, **context):
@@ -38,8 +43,11 @@ def _validate_pair(obj) -> dict:
         raise ReplyInvalid("need the keys 'question' and 'answer'", "question")
     if not all(isinstance(obj[k], str) for k in ("question", "answer")):
         raise ReplyInvalid("'question' and 'answer' must be strings", "answer")
-    return {"question": obj["question"].strip(), "answer": obj["answer"].strip(),
-            "evidence": str(obj.get("evidence", "")).strip()}
+    return {
+        "question": obj["question"].strip(),
+        "answer": obj["answer"].strip(),
+        "evidence": str(obj.get("evidence", "")).strip(),
+    }
 
 
 def _validate_verdict(obj) -> dict:
@@ -57,16 +65,37 @@ def llm_questions(llm: TextLLM, segment_fields: dict, task_ids: list[str], stats
     prompts = {}
     for tid in task_ids:
         task = taxonomy.task(tid)
-        prompts[tid] = _prompt("generate", lang, task=task, capability=taxonomy.capability(task.capability),
-                               transcript=transcript, speakers=speakers)
+        prompts[tid] = _prompt(
+            "generate",
+            lang,
+            task=task,
+            capability=taxonomy.capability(task.capability),
+            transcript=transcript,
+            speakers=speakers,
+        )
     pairs = ask_json(llm, prompts, _validate_pair, f"LLM QA for segment {segment_fields['segment_id']}, task")
     offered = {tid: p for tid, p in pairs.items() if p["question"] and p["answer"]}
     stats["llm_declined"] = stats.get("llm_declined", 0) + len(pairs) - len(offered)
-    checks = {tid: _prompt("filter", lang, task=taxonomy.task(tid), transcript=transcript, question=p["question"],
-                           answer=p["answer"]) for tid, p in offered.items()}
+    checks = {
+        tid: _prompt(
+            "filter", lang, task=taxonomy.task(tid), transcript=transcript, question=p["question"], answer=p["answer"]
+        )
+        for tid, p in offered.items()
+    }
     verdicts = ask_json(llm, checks, _validate_verdict, f"QA filter for segment {segment_fields['segment_id']}, task")
     kept = [tid for tid in offered if verdicts[tid]["keep"]]
     stats["llm_rejected"] = stats.get("llm_rejected", 0) + len(offered) - len(kept)
-    return [QAItem(tid, offered[tid]["question"], offered[tid]["answer"],
-                   {"generated_by": "llm", "evidence": offered[tid]["evidence"],
-                    "filter_reason": verdicts[tid]["reason"], "llm": dict(llm.settings)}) for tid in kept]
+    return [
+        QAItem(
+            tid,
+            offered[tid]["question"],
+            offered[tid]["answer"],
+            {
+                "generated_by": "llm",
+                "evidence": offered[tid]["evidence"],
+                "filter_reason": verdicts[tid]["reason"],
+                "llm": dict(llm.settings),
+            },
+        )
+        for tid in kept
+    ]

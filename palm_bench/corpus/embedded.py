@@ -61,10 +61,16 @@ def load_speakers(source_dir: Path = SOURCE_DIR) -> dict[str, Speaker]:
                 _require(entry["profile"], PROFILE_FIELDS, file, f"{where}.profile")
                 _require(entry["profile"]["interests"], INTEREST_FIELDS, file, f"{where}.profile.interests")
             speakers[entry["id"]] = Speaker(
-                id=entry["id"], role=role, language=entry["language"], gender=entry["gender"],
-                name=entry.get("name"), name_latin=entry.get("name_latin"),
-                profile=entry.get("profile"), persona=entry.get("persona"),
-                texts=tuple(entry["utterances"]))
+                id=entry["id"],
+                role=role,
+                language=entry["language"],
+                gender=entry["gender"],
+                name=entry.get("name"),
+                name_latin=entry.get("name_latin"),
+                profile=entry.get("profile"),
+                persona=entry.get("persona"),
+                texts=tuple(entry["utterances"]),
+            )
     return speakers
 
 
@@ -79,10 +85,18 @@ def read_manifest(path: Path, speakers: dict[str, Speaker]) -> list[Utterance]:
         if rec["id"] in seen:
             raise DataError(path, f"duplicate utterance id {rec['id']!r}", field="id", line=lineno)
         seen.add(rec["id"])
-        utterances.append(Utterance(
-            id=rec["id"], speaker=rec["speaker"], language=rec["language"], text=rec["text"],
-            duration=float(rec["duration"]), audio=path.parent / rec["audio"],
-            sampling_rate=int(rec["sampling_rate"]), voice=rec["voice"]))
+        utterances.append(
+            Utterance(
+                id=rec["id"],
+                speaker=rec["speaker"],
+                language=rec["language"],
+                text=rec["text"],
+                duration=float(rec["duration"]),
+                audio=path.parent / rec["audio"],
+                sampling_rate=int(rec["sampling_rate"]),
+                voice=rec["voice"],
+            )
+        )
     return utterances
 
 
@@ -92,8 +106,13 @@ def load_corpus(data_dir: Path = DATA_DIR, source_dir: Path = SOURCE_DIR) -> Cor
     utterances = read_manifest(Path(data_dir) / "manifest.jsonl", speakers)
     info_path = Path(data_dir) / "render_info.json"
     info = json.loads(info_path.read_text(encoding="utf-8")) if info_path.is_file() else {}
-    return Corpus(speakers=speakers, utterances=utterances, root=Path(data_dir), render_info=info,
-                  descriptions_dir=Path(source_dir))
+    return Corpus(
+        speakers=speakers,
+        utterances=utterances,
+        root=Path(data_dir),
+        render_info=info,
+        descriptions_dir=Path(source_dir),
+    )
 
 
 @lru_cache(maxsize=1)

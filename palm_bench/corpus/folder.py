@@ -49,8 +49,17 @@ SPEAKER_FIELDS = ("name", "name_latin", "gender", "role", "language", "persona",
 
 # ---- shared by the real-corpus readers -------------------------------------------------------
 
-__all__ = ["Skip", "SkipLog", "SkipItem", "build_corpus", "make_utterance", "natural_key", "prepare_folder",
-           "probe_audio", "read_transcript"]
+__all__ = [
+    "Skip",
+    "SkipLog",
+    "SkipItem",
+    "build_corpus",
+    "make_utterance",
+    "natural_key",
+    "prepare_folder",
+    "probe_audio",
+    "read_transcript",
+]
 
 
 class SkipItem(Exception):
@@ -90,29 +99,36 @@ def probe_audio(path: Path) -> tuple[float, int]:
 
 
 def make_utterance(uid: str, spec: dict, text: str, audio: Path, probe: tuple[float, int]) -> Utterance:
-    return Utterance(id=uid, speaker=spec["id"], language=spec["language"], text=text,
-                     duration=probe[0], audio=audio, sampling_rate=probe[1], voice={})
+    return Utterance(
+        id=uid,
+        speaker=spec["id"],
+        language=spec["language"],
+        text=text,
+        duration=probe[0],
+        audio=audio,
+        sampling_rate=probe[1],
+        voice={},
+    )
 
 
-def build_corpus(root: Path, specs: dict[str, dict], utterances: list[Utterance],
-                 skips: SkipLog) -> Corpus:
+def build_corpus(root: Path, specs: dict[str, dict], utterances: list[Utterance], skips: SkipLog) -> Corpus:
     """Speakers (those with at least one utterance, texts in order) + utterances + skips; the
     corpus folder is where its ``human_descriptions.yaml`` is looked for."""
     if not utterances:
         first = "; ".join(f"{s.item}: {s.reason}" for s in skips.items[:3])
-        raise DataError(root, f"no usable utterances ({len(skips.items)} skipped"
-                              + (f", e.g. {first})" if first else ")"))
+        raise DataError(
+            root, f"no usable utterances ({len(skips.items)} skipped" + (f", e.g. {first})" if first else ")")
+        )
     texts: dict[str, list[str]] = {}
     for u in utterances:
         texts.setdefault(u.speaker, []).append(u.text)
     speakers = {sid: Speaker(**specs[sid], texts=tuple(t)) for sid, t in texts.items()}
-    logger.info("%s: %d utterances of %d speakers, %d skipped",
-                root, len(utterances), len(speakers), len(skips.items))
-    return Corpus(speakers=speakers, utterances=utterances, root=root, descriptions_dir=root,
-                  skips=list(skips.items))
+    logger.info("%s: %d utterances of %d speakers, %d skipped", root, len(utterances), len(speakers), len(skips.items))
+    return Corpus(speakers=speakers, utterances=utterances, root=root, descriptions_dir=root, skips=list(skips.items))
 
 
 # ---- the generic folder reader ---------------------------------------------------------------
+
 
 def load_speaker_info(path: Path) -> dict[str, dict]:
     """``speakers.yaml`` as ``{speaker id: fields}``; ``{}`` when the file is absent."""
@@ -129,8 +145,7 @@ def load_speaker_info(path: Path) -> dict[str, dict]:
             raise DataError(path, "must be a mapping of speaker fields", field=str(sid))
         unknown = sorted(set(entry) - set(SPEAKER_FIELDS))
         if unknown:
-            raise DataError(path, f"unknown field(s) {unknown}; allowed: {', '.join(SPEAKER_FIELDS)}",
-                            field=str(sid))
+            raise DataError(path, f"unknown field(s) {unknown}; allowed: {', '.join(SPEAKER_FIELDS)}", field=str(sid))
         if entry.get("role", ROLES[0]) not in ROLES:
             raise DataError(path, f"role must be one of {ROLES}", field=f"{sid}.role")
         if entry.get("profile") is not None:
@@ -140,10 +155,16 @@ def load_speaker_info(path: Path) -> dict[str, dict]:
 
 
 def _speaker_spec(sid: str, info: dict, language: str, role: str) -> dict:
-    return {"id": sid, "role": info.get("role", role), "language": info.get("language", language),
-            "gender": info.get("gender", "unknown"), "name": info.get("name"),
-            "name_latin": info.get("name_latin"), "profile": info.get("profile"),
-            "persona": info.get("persona")}
+    return {
+        "id": sid,
+        "role": info.get("role", role),
+        "language": info.get("language", language),
+        "gender": info.get("gender", "unknown"),
+        "name": info.get("name"),
+        "name_latin": info.get("name_latin"),
+        "profile": info.get("profile"),
+        "persona": info.get("persona"),
+    }
 
 
 def _read_speaker(folder: Path, spec: dict, skips: SkipLog) -> list[Utterance]:
@@ -162,8 +183,9 @@ def _read_speaker(folder: Path, spec: dict, skips: SkipLog) -> list[Utterance]:
     return utterances
 
 
-def prepare_folder(corpus_dir, language: str | None = None, role: str = "subject",
-                   speakers_file: str = "speakers.yaml") -> Corpus:
+def prepare_folder(
+    corpus_dir, language: str | None = None, role: str = "subject", speakers_file: str = "speakers.yaml"
+) -> Corpus:
     """Read a speaker-per-folder corpus (see the module docstring) into a :class:`Corpus`.
 
     ``language`` and ``role`` apply to every speaker that ``speakers_file`` does not override;
@@ -189,7 +211,11 @@ def prepare_folder(corpus_dir, language: str | None = None, role: str = "subject
     voiced = {u.speaker for u in utterances}
     unknown = [sid for sid, spec in specs.items() if not spec["language"] and sid in voiced]
     if unknown:
-        raise DataError(root / speakers_file, f"no language for speaker(s) {unknown}: give each a "
-                        "'language: en' (or zh) entry in this file, or pass --corpus-option language=en "
-                        "for every speaker it does not list", field=f"{unknown[0]}.language")
+        raise DataError(
+            root / speakers_file,
+            f"no language for speaker(s) {unknown}: give each a "
+            "'language: en' (or zh) entry in this file, or pass --corpus-option language=en "
+            "for every speaker it does not list",
+            field=f"{unknown[0]}.language",
+        )
     return build_corpus(root, specs, utterances, skips)

@@ -41,8 +41,15 @@ import yaml
 
 from lalm_eval.errors import ConfigError, DataError
 from lalm_eval.hub.readers import require_corpus_dir
-from palm_bench.corpus.folder import (SkipItem, SkipLog, build_corpus, make_utterance, natural_key, probe_audio,
-                                      read_transcript)
+from palm_bench.corpus.folder import (
+    SkipItem,
+    SkipLog,
+    build_corpus,
+    make_utterance,
+    natural_key,
+    probe_audio,
+    read_transcript,
+)
 from palm_bench.corpus.types import Corpus
 
 logger = logging.getLogger(__name__)
@@ -86,8 +93,10 @@ def _subset_dirs(root: Path, subsets) -> list[tuple[str, Path]]:
 def _subset_language(subset: str, folder: Path) -> str:
     match = re.search(r"(?:^|[-_])(zh|en)$", subset, re.IGNORECASE)
     if not match:
-        raise ConfigError(f"{folder}: cannot tell the language of subset {subset!r}; "
-                          f"name it one of {', '.join(SUBSETS)} or pass language='zh'/'en'")
+        raise ConfigError(
+            f"{folder}: cannot tell the language of subset {subset!r}; "
+            f"name it one of {', '.join(SUBSETS)} or pass language='zh'/'en'"
+        )
     return match.group(1).lower()
 
 
@@ -99,13 +108,18 @@ def _dialogue_dirs(subset_dir: Path) -> list[Path]:
 def _speaker_spec(mapping: dict, subset: str, dialog: int, spk: int, lang: str) -> dict:
     entry = mapping.get((subset, dialog, spk)) or mapping.get((None, dialog, spk))
     if entry:
-        return {"id": entry["id"], "role": "subject", "language": lang,
-                "gender": entry.get("gender") or "unknown", "name": entry.get("name")}
-    return {"id": f"ncssd_{subset.lower()}_d{dialog}_s{spk}", "role": "negative",
-            "language": lang, "gender": "unknown"}
+        return {
+            "id": entry["id"],
+            "role": "subject",
+            "language": lang,
+            "gender": entry.get("gender") or "unknown",
+            "name": entry.get("name"),
+        }
+    return {"id": f"ncssd_{subset.lower()}_d{dialog}_s{spk}", "role": "negative", "language": lang, "gender": "unknown"}
 
 
 # ---- one dialogue ----------------------------------------------------------------------------
+
 
 def _read_dialogue(folder: Path, skips: SkipLog) -> list[tuple]:
     """``(wav, (dialog, turn, spk), text, (duration, sr))`` per usable clip, in turn order."""
@@ -175,6 +189,7 @@ def _check_entry(entry, where: str) -> dict | str:
 
 # ---- the speaker map -------------------------------------------------------------------------
 
+
 def load_speaker_map(path) -> dict[tuple[str | None, int, int], dict]:
     """``{(subset or None, dialogue, speaker): {"id", "name", "gender"}}`` from a map file."""
     path = Path(path)
@@ -186,11 +201,11 @@ def load_speaker_map(path) -> dict[tuple[str | None, int, int], dict]:
         entry = {"id": str(value)} if isinstance(value, (str, int)) else value
         match = MAP_KEY.fullmatch(str(key))
         if not match:
-            raise DataError(path, "key must be 'dialogue/speaker' or 'subset/dialogue/speaker', e.g. '12/0'",
-                            field=str(key))
+            raise DataError(
+                path, "key must be 'dialogue/speaker' or 'subset/dialogue/speaker', e.g. '12/0'", field=str(key)
+            )
         if not isinstance(entry, dict) or not entry.get("id") or set(entry) - set(MAP_FIELDS):
-            raise DataError(path, f"value must be a subject id or a mapping of {MAP_FIELDS} with an id",
-                            field=str(key))
+            raise DataError(path, f"value must be a subject id or a mapping of {MAP_FIELDS} with an id", field=str(key))
         merged = subjects.setdefault(str(entry["id"]), {"id": str(entry["id"])})
         for field in ("name", "gender"):
             if entry.get(field) and merged.get(field) not in (None, entry[field]):

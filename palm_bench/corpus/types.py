@@ -56,12 +56,14 @@ class Corpus(ReaderResult):
     descriptions_dir: Path | None = None
 
     def subjects(self, language: str | None = None) -> list[Speaker]:
-        return [s for s in self.speakers.values()
-                if s.role == "subject" and (language is None or s.language == language)]
+        return [
+            s for s in self.speakers.values() if s.role == "subject" and (language is None or s.language == language)
+        ]
 
     def negatives(self, language: str | None = None) -> list[Speaker]:
-        return [s for s in self.speakers.values()
-                if s.role == "negative" and (language is None or s.language == language)]
+        return [
+            s for s in self.speakers.values() if s.role == "negative" and (language is None or s.language == language)
+        ]
 
     def utterances_of(self, speaker_id: str) -> list[Utterance]:
         if speaker_id not in self.speakers:
@@ -82,8 +84,18 @@ class Corpus(ReaderResult):
         recordings, supervisions = [], []
         for u in self.utterances:
             recordings.append(Recording.from_file(u.audio, recording_id=u.id))
-            supervisions.append(SupervisionSegment(
-                id=u.id, recording_id=u.id, start=0.0, duration=recordings[-1].duration,
-                channel=0, text=u.text, language=u.language, speaker=u.speaker,
-                gender=self.speakers[u.speaker].gender, custom={"voice": u.voice}))
+            supervisions.append(
+                SupervisionSegment(
+                    id=u.id,
+                    recording_id=u.id,
+                    start=0.0,
+                    duration=recordings[-1].duration,
+                    channel=0,
+                    text=u.text,
+                    language=u.language,
+                    speaker=u.speaker,
+                    gender=self.speakers[u.speaker].gender,
+                    custom={"voice": u.voice},
+                )
+            )
         return RecordingSet.from_recordings(recordings), SupervisionSet.from_segments(supervisions)

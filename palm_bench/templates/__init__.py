@@ -76,8 +76,7 @@ def render(template: Template, **values) -> QA:
     """Fill every placeholder; extra values are ignored, a missing one is a ConfigError."""
     missing = [name for name in template.placeholders if name not in values]
     if missing:
-        raise ConfigError(f"{template.file}: template {template.id!r} needs a value for "
-                          f"{', '.join(missing)}")
+        raise ConfigError(f"{template.file}: template {template.id!r} needs a value for {', '.join(missing)}")
 
     def fill(text):
         return None if text is None else _PLACEHOLDER.sub(lambda m: str(values[m[1]]), text)
@@ -133,12 +132,10 @@ def _group_templates(path: Path, kind: str, group, g: int) -> list[dict]:
     for field in ("present", "absent"):
         names = group[field]
         if not isinstance(names, list) or not set(names) <= PLACEHOLDERS[kind]:
-            raise DataError(path, f"{where}: {field} must list documented placeholders of {kind}",
-                            field=field)
+            raise DataError(path, f"{where}: {field} must list documented placeholders of {kind}", field=field)
     entries = group["templates"]
     if not (isinstance(entries, list) and entries and all(isinstance(e, dict) for e in entries)):
-        raise DataError(path, f"{where}: templates must be a non-empty list of mappings",
-                        field="templates")
+        raise DataError(path, f"{where}: templates must be a non-empty list of mappings", field="templates")
     return entries
 
 
@@ -150,11 +147,16 @@ def _parse_template(path: Path, kind: str, group: dict, entry: dict, line) -> li
     for lang in LANGUAGES:
         body = entry.get(lang)
         if not isinstance(body, dict) or not body.get("question"):
-            raise DataError(path, f"template {tid!r} lacks the {lang} version (question)",
-                            field=f"{tid}.{lang}", line=line)
+            raise DataError(
+                path, f"template {tid!r} lacks the {lang} version (question)", field=f"{tid}.{lang}", line=line
+            )
         if ("answer" in body) != ("answer" in entry["en"]):
-            raise DataError(path, f"template {tid!r}: en and {lang} disagree on having an answer",
-                            field=f"{tid}.{lang}.answer", line=line)
+            raise DataError(
+                path,
+                f"template {tid!r}: en and {lang} disagree on having an answer",
+                field=f"{tid}.{lang}.answer",
+                line=line,
+            )
         names = {}
         for part in ("question", "answer"):
             found = placeholders_in(body.get(part))
@@ -162,32 +164,44 @@ def _parse_template(path: Path, kind: str, group: dict, entry: dict, line) -> li
             field = f"{tid}.{lang}.{part}"
             _check_text(path, kind, tid, field, body.get(part), found, allowed, line)
         if en_names is not None and names != en_names:
-            raise DataError(path, f"template {tid!r}: zh uses other placeholders than en",
-                            field=f"{tid}.{lang}", line=line)
+            raise DataError(
+                path, f"template {tid!r}: zh uses other placeholders than en", field=f"{tid}.{lang}", line=line
+            )
         en_names = names
-        out.append(Template(
-            id=tid, kind=kind, language=lang, question=body["question"], answer=body.get("answer"),
-            placeholders=placeholders_in(f"{body['question']} {body.get('answer') or ''}"),
-            group=group["group"], table=int(group["table"]), file=str(path), n_speakers=n,
-            present=tuple(group["present"]), absent=tuple(group["absent"]), note=entry.get("note")))
+        out.append(
+            Template(
+                id=tid,
+                kind=kind,
+                language=lang,
+                question=body["question"],
+                answer=body.get("answer"),
+                placeholders=placeholders_in(f"{body['question']} {body.get('answer') or ''}"),
+                group=group["group"],
+                table=int(group["table"]),
+                file=str(path),
+                n_speakers=n,
+                present=tuple(group["present"]),
+                absent=tuple(group["absent"]),
+                note=entry.get("note"),
+            )
+        )
     return out
 
 
 def _check_text(path, kind, tid, field, text, found, allowed, line) -> None:
     if text is None:
         return
+
     def fail(message):
         raise DataError(path, f"template {tid!r} {message}", field=field, line=line)
 
     unknown = [p for p in found if p not in PLACEHOLDERS[kind]]
     if unknown:
         documented = sorted(PLACEHOLDERS[kind]) or "none"
-        fail(f"uses placeholder(s) {', '.join(unknown)} not in the documented set for {kind}: "
-             f"{documented}")
+        fail(f"uses placeholder(s) {', '.join(unknown)} not in the documented set for {kind}: {documented}")
     stray = [p for p in found if p not in allowed]
     if stray:
-        fail(f"uses {', '.join(stray)}, which its group's present/absent/candidate lists "
-             "do not define")
+        fail(f"uses {', '.join(stray)}, which its group's present/absent/candidate lists do not define")
     if "{" in _PLACEHOLDER.sub("", text) or "}" in _PLACEHOLDER.sub("", text):
         fail("has a malformed placeholder")
 
@@ -202,5 +216,15 @@ def _id_lines(text: str) -> dict[str, list[int]]:
     return lines
 
 
-__all__ = ["CANDIDATES", "KINDS", "LANGUAGES", "PLACEHOLDERS", "QA", "TEMPLATE_DIR", "Template",
-           "load_templates", "placeholders_in", "render"]
+__all__ = [
+    "CANDIDATES",
+    "KINDS",
+    "LANGUAGES",
+    "PLACEHOLDERS",
+    "QA",
+    "TEMPLATE_DIR",
+    "Template",
+    "load_templates",
+    "placeholders_in",
+    "render",
+]

@@ -50,21 +50,34 @@ log = logging.getLogger(__name__)
 
 SPLIT = "test"  # the one split of every built folder (the corpus split is the config)
 LAYOUTS = {
-    "librispeech": ("LALM_EVAL_LIBRISPEECH",
-                    "<root>/<split>/<speaker>/<chapter>/<speaker>-<chapter>.trans.txt beside <ID>.flac"),
-    "aishell1": ("LALM_EVAL_AISHELL1",
-                 "<root>/transcript/aishell_transcript_v0.8.txt and <root>/wav/<split>/<speaker>/<ID>.wav"),
-    "mmau": ("LALM_EVAL_MMAU", "<root>/mmau-<split>.json (a list of {id, audio_id, question, choices, answer, "
-             "...}) with audio_id paths relative to it"),
+    "librispeech": (
+        "LALM_EVAL_LIBRISPEECH",
+        "<root>/<split>/<speaker>/<chapter>/<speaker>-<chapter>.trans.txt beside <ID>.flac",
+    ),
+    "aishell1": (
+        "LALM_EVAL_AISHELL1",
+        "<root>/transcript/aishell_transcript_v0.8.txt and <root>/wav/<split>/<speaker>/<ID>.wav",
+    ),
+    "mmau": (
+        "LALM_EVAL_MMAU",
+        "<root>/mmau-<split>.json (a list of {id, audio_id, question, choices, answer, "
+        "...}) with audio_id paths relative to it",
+    ),
 }
 AISHELL_TRANSCRIPT = Path("transcript") / "aishell_transcript_v0.8.txt"
 MMAU_REQUIRED = ("id", "audio_id", "question", "choices", "answer")
-MMAU_OPTIONAL = {"task": "task", "category": "category", "sub-category": "sub_category",
-                 "difficulty": "difficulty", "dataset": "dataset"}
+MMAU_OPTIONAL = {
+    "task": "task",
+    "category": "category",
+    "sub-category": "sub_category",
+    "difficulty": "difficulty",
+    "dataset": "dataset",
+}
 EMBEDDED_PRESET = "small"
 
 
 # -- the hooks -------------------------------------------------------------------------------------
+
 
 def prepare_librispeech(dataset_path: str, dataset_name: str | None, cache_dir) -> str:
     return _prepare("librispeech", dataset_path, dataset_name, cache_dir, _librispeech_root, read_librispeech)
@@ -87,11 +100,24 @@ def prepare_embedded(dataset_path: str, dataset_name: str | None, cache_dir) -> 
     cfg = load_preset(EMBEDDED_PRESET)
     from palm_bench.corpus.embedded import DATA_DIR
 
-    config = {"corpus": "embedded", "language": dataset_name, "preset": EMBEDDED_PRESET, "seed": cfg.seed,
-              "test_fraction": cfg.test_fraction, "manifest": hashlib.sha256((DATA_DIR / "manifest.jsonl").read_bytes()).hexdigest()}
+    config = {
+        "corpus": "embedded",
+        "language": dataset_name,
+        "preset": EMBEDDED_PRESET,
+        "seed": cfg.seed,
+        "test_fraction": cfg.test_fraction,
+        "manifest": hashlib.sha256((DATA_DIR / "manifest.jsonl").read_bytes()).hexdigest(),
+    }
     out = _cache(cache_dir, dataset_path) / "datasets" / f"forgetting-embedded-{dataset_name}"
-    return str(build_once(out, jsonable(config), lambda folder: _write(
-        folder, "embedded", dataset_name, config, *read_embedded(dataset_name, cfg.seed, cfg.test_fraction))))
+    return str(
+        build_once(
+            out,
+            jsonable(config),
+            lambda folder: _write(
+                folder, "embedded", dataset_name, config, *read_embedded(dataset_name, cfg.seed, cfg.test_fraction)
+            ),
+        )
+    )
 
 
 def _prepare(corpus: str, dataset_path, dataset_name, cache_dir, locate, read) -> str:
@@ -102,8 +128,13 @@ def _prepare(corpus: str, dataset_path, dataset_name, cache_dir, locate, read) -
     config = {"corpus": corpus, "split": dataset_name, "source": str(source), "listing": _listing(listed)}
     digest = hashlib.sha256(str(source).encode()).hexdigest()[:10]
     out = _cache(cache_dir, dataset_path) / "datasets" / f"forgetting-{corpus}-{dataset_name}-{digest}"
-    return str(build_once(out, jsonable(config),
-                          lambda folder: _write(folder, corpus, dataset_name, config, *read(source, dataset_name))))
+    return str(
+        build_once(
+            out,
+            jsonable(config),
+            lambda folder: _write(folder, corpus, dataset_name, config, *read(source, dataset_name)),
+        )
+    )
 
 
 def _cache(cache_dir, dataset_path) -> Path:
@@ -119,9 +150,11 @@ def _copy_root(corpus: str, dataset_path) -> Path:
         return Path(str(dataset_path)).resolve()
     value = os.environ.get(env)
     if not value:
-        raise ConfigError(f"{corpus}: no local copy: set {env}=/path/to/the/copy (or give the task a dataset_path "
-                          f"that exists; {dataset_path!r} does not). Expected layout: {layout}. Nothing is "
-                          "downloaded.")
+        raise ConfigError(
+            f"{corpus}: no local copy: set {env}=/path/to/the/copy (or give the task a dataset_path "
+            f"that exists; {dataset_path!r} does not). Expected layout: {layout}. Nothing is "
+            "downloaded."
+        )
     root = Path(value).expanduser()
     if not root.exists():
         raise ConfigError(f"{corpus}: {env}={value!r} does not exist. Expected layout: {layout}")
@@ -140,13 +173,15 @@ def _listing(paths: list[Path]) -> str:
 
 # -- readers of the real layouts ---------------------------------------------------------------------
 
+
 def _librispeech_root(root: Path, split: str) -> Path:
     for cand in (root / split, root / "LibriSpeech" / split):
         if cand.is_dir():
             return cand
     env, layout = LAYOUTS["librispeech"]
-    raise ConfigError(f"librispeech: no split folder {split!r} in {root} (nor {root / 'LibriSpeech'}); "
-                      f"expected {layout}")
+    raise ConfigError(
+        f"librispeech: no split folder {split!r} in {root} (nor {root / 'LibriSpeech'}); expected {layout}"
+    )
 
 
 def read_librispeech(split_dir: Path, split: str) -> tuple[list[dict], dict]:
@@ -154,8 +189,10 @@ def read_librispeech(split_dir: Path, split: str) -> tuple[list[dict], dict]:
     rows = []
     transcripts = sorted(split_dir.glob("*/*/*.trans.txt"))
     if not transcripts:
-        raise DataError(split_dir, f"no <speaker>/<chapter>/<speaker>-<chapter>.trans.txt here; expected "
-                        f"{LAYOUTS['librispeech'][1]}")
+        raise DataError(
+            split_dir,
+            f"no <speaker>/<chapter>/<speaker>-<chapter>.trans.txt here; expected {LAYOUTS['librispeech'][1]}",
+        )
     for trans in transcripts:
         speaker, chapter = trans.parent.parent.name, trans.parent.name
         for lineno, line in enumerate(trans.read_text(encoding="utf-8").splitlines(), 1):
@@ -167,8 +204,16 @@ def read_librispeech(split_dir: Path, split: str) -> tuple[list[dict], dict]:
             audio = trans.parent / f"{utt}.flac"
             if not audio.is_file():
                 raise DataError(audio, f"audio of utterance {utt!r} ({trans.name} line {lineno}) not found")
-            rows.append({"id": utt, "speaker": speaker, "chapter": chapter, "text": text.strip(),
-                         "language": "en", "audio": _audio(audio)})
+            rows.append(
+                {
+                    "id": utt,
+                    "speaker": speaker,
+                    "chapter": chapter,
+                    "text": text.strip(),
+                    "language": "en",
+                    "audio": _audio(audio),
+                }
+            )
     return sorted(rows, key=lambda r: r["id"]), {}
 
 
@@ -176,8 +221,9 @@ def _aishell_root(root: Path, split: str) -> Path:
     for cand in (root, root / "data_aishell"):
         if (cand / AISHELL_TRANSCRIPT).is_file():
             return cand
-    raise ConfigError(f"aishell1: no {AISHELL_TRANSCRIPT} in {root} (nor {root / 'data_aishell'}); expected "
-                      f"{LAYOUTS['aishell1'][1]}")
+    raise ConfigError(
+        f"aishell1: no {AISHELL_TRANSCRIPT} in {root} (nor {root / 'data_aishell'}); expected {LAYOUTS['aishell1'][1]}"
+    )
 
 
 def read_aishell1(root: Path, split: str) -> tuple[list[dict], dict]:
@@ -197,16 +243,29 @@ def read_aishell1(root: Path, split: str) -> tuple[list[dict], dict]:
     wavs = sorted(wav_dir.glob("*/*.wav"))
     if not wavs:
         packed = sorted(wav_dir.glob("*.tar.gz"))
-        hint = (f" ({len(packed)} per-speaker .tar.gz there: extract them, e.g. "
-                f"`for f in {wav_dir}/*.tar.gz; do tar xzf $f -C {root / 'wav'}/..; done`)") if packed else ""
+        hint = (
+            (
+                f" ({len(packed)} per-speaker .tar.gz there: extract them, e.g. "
+                f"`for f in {wav_dir}/*.tar.gz; do tar xzf $f -C {root / 'wav'}/..; done`)"
+            )
+            if packed
+            else ""
+        )
         raise DataError(wav_dir, f"no <speaker>/<ID>.wav files{hint}")
     rows, untranscribed = [], []
     for wav in wavs:
         if wav.stem not in texts:
             untranscribed.append(wav.relative_to(root).as_posix())
             continue
-        rows.append({"id": wav.stem, "speaker": wav.parent.name, "text": texts[wav.stem], "language": "zh",
-                     "audio": _audio(wav)})
+        rows.append(
+            {
+                "id": wav.stem,
+                "speaker": wav.parent.name,
+                "text": texts[wav.stem],
+                "language": "zh",
+                "audio": _audio(wav),
+            }
+        )
     return rows, _skips({"no transcript line": untranscribed})
 
 
@@ -216,8 +275,9 @@ def _mmau_json(root: Path, split: str) -> Path:
     path = root / f"mmau-{split}.json"
     if not path.is_file():
         found = sorted(p.name for p in root.glob("*.json"))
-        raise ConfigError(f"mmau: no {path.name} in {root} (JSON files there: {found or 'none'}); expected "
-                          f"{LAYOUTS['mmau'][1]}")
+        raise ConfigError(
+            f"mmau: no {path.name} in {root} (JSON files there: {found or 'none'}); expected {LAYOUTS['mmau'][1]}"
+        )
     return path
 
 
@@ -240,18 +300,25 @@ def read_mmau(path: Path, split: str) -> tuple[list[dict], dict]:
                 raise DataError(path, f"{where} (id {item.get('id')!r}): missing value", field=field)
         choices = item["choices"]
         if not isinstance(choices, list) or len(choices) < 2:
-            raise DataError(path, f"{where} (id {item['id']!r}): choices must be a list of two or more options",
-                            field="choices")
+            raise DataError(
+                path, f"{where} (id {item['id']!r}): choices must be a list of two or more options", field="choices"
+            )
         choices = [str(c) for c in choices]
         if " ".join(str(item["answer"]).lower().split()) not in [" ".join(c.lower().split()) for c in choices]:
             not_a_choice.append(str(item["id"]))
             continue
         audio = (path.parent / str(item["audio_id"])).resolve()
         if not audio.is_file():
-            raise DataError(path, f"{where} (id {item['id']!r}): audio {item['audio_id']!r} not found at {audio}",
-                            field="audio_id")
-        row = {"id": str(item["id"]), "question": str(item["question"]), "choices": choices,
-               "answer": str(item["answer"]), "audio": _audio(audio)}
+            raise DataError(
+                path, f"{where} (id {item['id']!r}): audio {item['audio_id']!r} not found at {audio}", field="audio_id"
+            )
+        row = {
+            "id": str(item["id"]),
+            "question": str(item["question"]),
+            "choices": choices,
+            "answer": str(item["answer"]),
+            "audio": _audio(audio),
+        }
         row.update({ours: str(item.get(theirs) or "") for theirs, ours in MMAU_OPTIONAL.items()})
         rows.append(row)
     return rows, _skips({"answer not among the choices": not_a_choice})
@@ -265,8 +332,10 @@ def read_embedded(language: str, seed: int, test_fraction: float) -> tuple[list[
     corpus = load_embedded_corpus()
     test = split_clips(corpus, test_fraction, seed)["test"]
     clips = sorted((c for speaker in test.values() for c in speaker if c.language == language), key=lambda c: c.id)
-    return [{"id": c.id, "speaker": c.speaker, "text": c.text, "language": c.language, "audio": _audio(c.audio)}
-            for c in clips], {}
+    return [
+        {"id": c.id, "speaker": c.speaker, "text": c.text, "language": c.language, "audio": _audio(c.audio)}
+        for c in clips
+    ], {}
 
 
 def _audio(path: Path) -> dict:
@@ -281,6 +350,7 @@ def _skips(reasons: dict[str, list[str]]) -> dict:
 
 
 # -- Parquet + card ------------------------------------------------------------------------------------
+
 
 def _features(rows: list[dict]):
     import datasets
@@ -304,16 +374,25 @@ def _write(folder: Path, corpus: str, split: str, config: dict, rows: list[dict]
     require_codec()  # from_list encodes the Audio column through torchcodec
     ds = datasets.Dataset.from_list(rows, features=features)
     files = export_dataset_dict({split: datasets.DatasetDict({SPLIT: ds})}, folder)
-    stats = [{"config": split, "rows": len(rows)}] + [{"config": f"skipped: {r}", "rows": s["count"]}
-                                                      for r, s in skipped.items()]
-    card = render_card("generic.md.j2", {
-        "configs_yaml": front_matter(files, root=folder, default_config=split, license="other"),
-        "title": f"{corpus} {split} (forgetting check)",
-        "description": (f"Built by lalm-eval's tasks/forgetting hook from {config.get('source', 'the embedded corpus')} "
-                        "for PALM Table 4's forgetting checks; the source's licence applies."),
-        "features": feature_rows(features), "statistics": stats, "repo_id": str(folder),
-        "default_config": split, "citation": "see the source corpus",
-    })
+    stats = [{"config": split, "rows": len(rows)}] + [
+        {"config": f"skipped: {r}", "rows": s["count"]} for r, s in skipped.items()
+    ]
+    card = render_card(
+        "generic.md.j2",
+        {
+            "configs_yaml": front_matter(files, root=folder, default_config=split, license="other"),
+            "title": f"{corpus} {split} (forgetting check)",
+            "description": (
+                f"Built by lalm-eval's tasks/forgetting hook from {config.get('source', 'the embedded corpus')} "
+                "for PALM Table 4's forgetting checks; the source's licence applies."
+            ),
+            "features": feature_rows(features),
+            "statistics": stats,
+            "repo_id": str(folder),
+            "default_config": split,
+            "citation": "see the source corpus",
+        },
+    )
     finish_folder(folder, card, {"config": config, "rows": len(rows), "skipped": skipped})
     if skipped:
         log.warning("%s %s: skipped %s", corpus, split, {r: s["count"] for r, s in skipped.items()})

@@ -63,8 +63,12 @@ def _rows_of(task_id: str) -> Callable:
         if "task_id" not in (dataset.column_names or []):
             from lalm_eval.errors import DataError
 
-            raise DataError(DATASET_NAME, f"no 'task_id' column (columns: {dataset.column_names}); the MSU tasks "
-                            "read the tier configs or 'all', not 'mcq'", field="task_id")
+            raise DataError(
+                DATASET_NAME,
+                f"no 'task_id' column (columns: {dataset.column_names}); the MSU tasks "
+                "read the tier configs or 'all', not 'mcq'",
+                field="task_id",
+            )
         # read the one column, not the rows: no audio is touched
         keep = [i for i, value in enumerate(dataset["task_id"]) if value == task_id]
         return dataset.select(keep)
@@ -95,8 +99,10 @@ def prepare_dataset(dataset_path: str, dataset_name: str | None, cache_dir: str 
     if cache_dir is None:
         from lalm_eval.errors import ConfigError
 
-        raise ConfigError(f"dataset_path {path!r}: no folder {path!r} in {Path.cwd()} and no cache dir to build "
-                          f"the {PRESET!r} preset into; run `msu-bench build` here or pass a cache dir")
+        raise ConfigError(
+            f"dataset_path {path!r}: no folder {path!r} in {Path.cwd()} and no cache dir to build "
+            f"the {PRESET!r} preset into; run `msu-bench build` here or pass a cache dir"
+        )
     from msu_bench.plan import load_preset
 
     cfg = load_preset(PRESET)

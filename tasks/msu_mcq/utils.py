@@ -32,9 +32,11 @@ def prepare_dataset(dataset_path: str, dataset_name: str | None, cache_dir=None)
         return COMBINED
     from lalm_eval.errors import ConfigError
 
-    raise ConfigError(f"dataset_path {path!r}: no folder {path!r} (nor {COMBINED}/{CONFIG}) in {Path.cwd()}; import the "
-                      f"authors' release first: `msu-bench build --mcq-dir /path/to/MSU-Bench` (writes ./{path}), "
-                      "or point a task YAML that includes this one at another folder (dataset_path)")
+    raise ConfigError(
+        f"dataset_path {path!r}: no folder {path!r} (nor {COMBINED}/{CONFIG}) in {Path.cwd()}; import the "
+        f"authors' release first: `msu-bench build --mcq-dir /path/to/MSU-Bench` (writes ./{path}), "
+        "or point a task YAML that includes this one at another folder (dataset_path)"
+    )
 
 
 def _wanted(value) -> set:
@@ -54,14 +56,19 @@ def select_docs(dataset, metadata: dict | None = None, excluded: dict | None = N
     select = metadata.get("select") or {}
     keep_reverse = metadata.get("include_reverse", False)
     if not isinstance(select, dict) or not isinstance(keep_reverse, bool):
-        raise ConfigError(f"metadata.select must be a mapping and include_reverse true/false, got {select!r}, "
-                          f"{keep_reverse!r}")
+        raise ConfigError(
+            f"metadata.select must be a mapping and include_reverse true/false, got {select!r}, {keep_reverse!r}"
+        )
     is_list = isinstance(dataset, list)
     columns = (list(dataset[0]) if dataset else []) if is_list else dataset.column_names
     missing = [f for f in [*select, "reverse", "clips"] if columns and f not in columns]
     if missing:
-        raise DataError(DATASET_NAME, f"no {missing[0]!r} column (columns: {columns}); the msu_mcq tasks read config "
-                        f"{CONFIG!r} as `msu-bench build --mcq-dir` writes it", field=missing[0])
+        raise DataError(
+            DATASET_NAME,
+            f"no {missing[0]!r} column (columns: {columns}); the msu_mcq tasks read config "
+            f"{CONFIG!r} as `msu-bench build --mcq-dir` writes it",
+            field=missing[0],
+        )
     values = {f: (d[f] for d in dataset) if is_list else dataset[f] for f in [*select, "reverse"]}
     rows = zip(*values.values()) if values else iter(())
     names = list(values)
@@ -77,14 +84,20 @@ def select_docs(dataset, metadata: dict | None = None, excluded: dict | None = N
     if excluded is not None and reverse:
         excluded[REVERSE_EXCLUDED] = excluded.get(REVERSE_EXCLUDED, 0) + reverse
     if reverse:
-        log.warning("msu_mcq %s: %d reverse_* question(s) left out of the score, as the authors score "
-                    "(metadata.include_reverse: true keeps them)", select or "all", reverse)
+        log.warning(
+            "msu_mcq %s: %d reverse_* question(s) left out of the score, as the authors score "
+            "(metadata.include_reverse: true keeps them)",
+            select or "all",
+            reverse,
+        )
     if is_list:
         return [dataset[i] for i in keep]
     import datasets
 
     clips = dataset.features["clips"]
-    inner = {k: (datasets.Audio(decode=False) if isinstance(v, datasets.Audio) else v) for k, v in clips.feature.items()}
+    inner = {
+        k: (datasets.Audio(decode=False) if isinstance(v, datasets.Audio) else v) for k, v in clips.feature.items()
+    }
     return dataset.select(keep).cast_column("clips", datasets.List(inner))
 
 

@@ -40,14 +40,17 @@ def prepare_dataset(dataset_path: str, dataset_name: str | None, cache_dir: str 
     if cache_dir is None:
         from lalm_eval.errors import ConfigError
 
-        raise ConfigError(f"dataset_path {path!r}: no folder {path!r} in {Path.cwd()} and no cache dir to build "
-                          f"the {PRESET!r} preset into; run `palm-bench build` here or pass a cache dir")
+        raise ConfigError(
+            f"dataset_path {path!r}: no folder {path!r} in {Path.cwd()} and no cache dir to build "
+            f"the {PRESET!r} preset into; run `palm-bench build` here or pass a cache dir"
+        )
     from palm_bench.config import load_preset
 
     cfg = load_preset(PRESET)  # its to_dict() has `enrollment: true`: builds made before that config are rebuilt
     out = Path(cache_dir) / "datasets" / BUILT_FOLDER
-    return str(build_once(out, jsonable(cfg.to_dict()),
-                          lambda folder: _run_build(folder, cfg, work_dir=Path(cache_dir))))
+    return str(
+        build_once(out, jsonable(cfg.to_dict()), lambda folder: _run_build(folder, cfg, work_dir=Path(cache_dir)))
+    )
 
 
 def _run_build(out: Path, cfg, work_dir: Path) -> None:
@@ -83,8 +86,10 @@ def attach_enrollment(dataset, dataset_path: str | None = None, metadata: dict |
     if n_enroll < 1:
         raise ConfigError(f"metadata.n_enroll must be at least 1, got {n_enroll}")
     if dataset_path is None:
-        raise ConfigError("attach_enrollment needs the dataset path (the evaluator passes dataset_path=) to open "
-                          f"its {ENROLLMENT_CONFIG!r} config")
+        raise ConfigError(
+            "attach_enrollment needs the dataset path (the evaluator passes dataset_path=) to open "
+            f"its {ENROLLMENT_CONFIG!r} config"
+        )
     clips = _enrollment_clips(str(dataset_path))
     is_list = isinstance(dataset, (list, tuple))
     docs = dataset if is_list else dataset.select_columns(_DOC_COLUMNS)
@@ -92,21 +97,27 @@ def attach_enrollment(dataset, dataset_path: str | None = None, metadata: dict |
     for doc in docs:
         language = labels.get(doc["language"]) or labels.get("en")
         if not language or "reference" not in language or "test" not in language:
-            raise ConfigError(f"metadata.enroll_labels needs {{reference, test}} for language {doc['language']!r} "
-                              f"(or 'en'), got {labels!r}")
+            raise ConfigError(
+                f"metadata.enroll_labels needs {{reference, test}} for language {doc['language']!r} "
+                f"(or 'en'), got {labels!r}"
+            )
         column.append(_references(doc, clips, n_enroll, language["reference"], str(dataset_path)))
         test_labels.append(language["test"])
     if is_list:
-        return [{**doc, "enrollment": refs, "enroll_test_label": label}
-                for doc, refs, label in zip(dataset, column, test_labels)]
+        return [
+            {**doc, "enrollment": refs, "enroll_test_label": label}
+            for doc, refs, label in zip(dataset, column, test_labels)
+        ]
     import hashlib
     import json
 
-    fingerprint = hashlib.sha256(json.dumps(
-        [dataset._fingerprint, [[r["clip_id"] for r in refs] for refs in column], test_labels, n_enroll],
-        ensure_ascii=False).encode()).hexdigest()[:32]
-    dataset = dataset.add_column("enrollment", column, new_fingerprint=fingerprint + "e",
-                                 feature=_enrollment_feature())
+    fingerprint = hashlib.sha256(
+        json.dumps(
+            [dataset._fingerprint, [[r["clip_id"] for r in refs] for refs in column], test_labels, n_enroll],
+            ensure_ascii=False,
+        ).encode()
+    ).hexdigest()[:32]
+    dataset = dataset.add_column("enrollment", column, new_fingerprint=fingerprint + "e", feature=_enrollment_feature())
     return dataset.add_column("enroll_test_label", test_labels, new_fingerprint=fingerprint + "t")
 
 
@@ -117,17 +128,36 @@ def _references(doc: dict, clips: dict, n_enroll: int, template: str, where: str
     for subject_id, name in zip(doc["queried_ids"], doc["queried"]):
         rows = clips.get(subject_id, [])[:n_enroll]
         if len(rows) < n_enroll:
-            raise DataError(where, f"subject {subject_id!r} ({name}) has {len(rows)} clip(s) in the "
-                            f"{ENROLLMENT_CONFIG!r} config, {n_enroll} needed (metadata.n_enroll)", field="subject_id")
+            raise DataError(
+                where,
+                f"subject {subject_id!r} ({name}) has {len(rows)} clip(s) in the "
+                f"{ENROLLMENT_CONFIG!r} config, {n_enroll} needed (metadata.n_enroll)",
+                field="subject_id",
+            )
         for row in rows:
             if row["name"] != name:
-                raise DataError(where, f"{ENROLLMENT_CONFIG!r} names subject {subject_id!r} {row['name']!r}, the "
-                                f"question {name!r}: another build's data?", field="name")
+                raise DataError(
+                    where,
+                    f"{ENROLLMENT_CONFIG!r} names subject {subject_id!r} {row['name']!r}, the "
+                    f"question {name!r}: another build's data?",
+                    field="name",
+                )
             if row["clip_id"] in doc["source_clips"]:
-                raise DataError(where, f"reference clip {row['clip_id']!r} of {name} is in the test audio itself "
-                                "(the enrollment config leaks test clips)", field="clip_id")
-            refs.append({"subject_id": subject_id, "name": name, "clip_id": row["clip_id"],
-                         "label": template.format(name=name), "audio": row["audio"]})
+                raise DataError(
+                    where,
+                    f"reference clip {row['clip_id']!r} of {name} is in the test audio itself "
+                    "(the enrollment config leaks test clips)",
+                    field="clip_id",
+                )
+            refs.append(
+                {
+                    "subject_id": subject_id,
+                    "name": name,
+                    "clip_id": row["clip_id"],
+                    "label": template.format(name=name),
+                    "audio": row["audio"],
+                }
+            )
     return refs
 
 
@@ -142,8 +172,10 @@ def _enrollment_clips(path: str) -> dict[str, list[dict]]:
     try:
         table = load_dataset_fresh(path, ENROLLMENT_CONFIG, split=ENROLLMENT_SPLIT)
     except ValueError as exc:  # no such config (a build from before it, or another dataset)
-        raise ConfigError(f"{path}: no {ENROLLMENT_CONFIG!r} config to take reference clips from ({exc}); "
-                          "rebuild it with `palm-bench build`") from exc
+        raise ConfigError(
+            f"{path}: no {ENROLLMENT_CONFIG!r} config to take reference clips from ({exc}); "
+            "rebuild it with `palm-bench build`"
+        ) from exc
     table = table.cast_column("audio", datasets.Audio(decode=False))
     by_subject: dict[str, list[dict]] = {}
     for row in table:
@@ -156,8 +188,15 @@ def _enrollment_feature():
     import datasets
 
     string = datasets.Value("string")
-    return datasets.List({"subject_id": string, "name": string, "clip_id": string, "label": string,
-                          "audio": {"bytes": datasets.Value("binary"), "path": string}})
+    return datasets.List(
+        {
+            "subject_id": string,
+            "name": string,
+            "clip_id": string,
+            "label": string,
+            "audio": {"bytes": datasets.Value("binary"), "path": string},
+        }
+    )
 
 
 def enroll_messages(doc: dict) -> list[dict]:
@@ -166,8 +205,9 @@ def enroll_messages(doc: dict) -> list[dict]:
     if "enrollment" not in doc:
         from lalm_eval.errors import ConfigError
 
-        raise ConfigError("the doc has no 'enrollment' field: the task needs process_docs: !function "
-                          "utils.attach_enrollment")
+        raise ConfigError(
+            "the doc has no 'enrollment' field: the task needs process_docs: !function utils.attach_enrollment"
+        )
     parts = []
     for ref in doc["enrollment"]:
         parts += [{"type": "text", "text": ref["label"]}, {"type": "audio"}]

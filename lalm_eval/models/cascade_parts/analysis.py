@@ -44,8 +44,9 @@ class AudioAnalysis:
         return self.seconds.get(subject, 0.0) >= min_speech_s
 
 
-def analyse(audio: np.ndarray, sr: int, encoder, centroids: np.ndarray, threshold: float,
-            cfg: SegmenterConfig) -> AudioAnalysis:
+def analyse(
+    audio: np.ndarray, sr: int, encoder, centroids: np.ndarray, threshold: float, cfg: SegmenterConfig
+) -> AudioAnalysis:
     regions = speech_regions(audio, sr, cfg)
     windows = make_windows(regions, sr, cfg)
     if windows:
@@ -56,8 +57,15 @@ def analyse(audio: np.ndarray, sr: int, encoder, centroids: np.ndarray, threshol
     scores = smooth_scores(embs @ centroids.T, windows, cfg.median) if windows else np.zeros((0, len(centroids)))
     best = scores.argmax(axis=1) if windows else np.zeros(0, int)
     labels = [int(k) if scores[i, k] >= threshold else UNKNOWN for i, k in enumerate(best)]
-    return AudioAnalysis(windows, embs, scores, labels, seconds_by_label(windows, labels, sr),
-                         merge_segments(windows, labels), sum(b - a for a, b in regions) / sr)
+    return AudioAnalysis(
+        windows,
+        embs,
+        scores,
+        labels,
+        seconds_by_label(windows, labels, sr),
+        merge_segments(windows, labels),
+        sum(b - a for a, b in regions) / sr,
+    )
 
 
 @dataclasses.dataclass
@@ -82,8 +90,9 @@ def cluster(analysis: AudioAnalysis, sr: int, threshold: float, min_speech_s: fl
     else:
         from sklearn.cluster import AgglomerativeClustering
 
-        raw = AgglomerativeClustering(n_clusters=None, metric="cosine", linkage="average",
-                                      distance_threshold=1.0 - threshold).fit_predict(embs)
+        raw = AgglomerativeClustering(
+            n_clusters=None, metric="cosine", linkage="average", distance_threshold=1.0 - threshold
+        ).fit_predict(embs)
     seconds = seconds_by_label(windows, list(raw), sr)
     kept = [k for k in sorted(seconds) if seconds[k] >= min_speech_s] or [max(seconds, key=seconds.get)]
     centroids = np.stack([embs[raw == k].mean(axis=0) for k in kept])

@@ -17,14 +17,37 @@ import yaml
 from lalm_eval.errors import ConfigError
 
 DEFAULT_ANSWERS = Path(__file__).resolve().parent.parent / "cascade_answers.yaml"
-KINDS = ("recognition", "captioning", "reasoning", "speaker_counting", "dialogue_transcription",
-         "multiple_choice", "cannot_determine")
+KINDS = (
+    "recognition",
+    "captioning",
+    "reasoning",
+    "speaker_counting",
+    "dialogue_transcription",
+    "multiple_choice",
+    "cannot_determine",
+)
 LANGUAGES = ("en", "zh")
 REQUIRED_TEMPLATES = (
-    "single_present", "single_absent", "present", "absent", "joiner", "says", "says_nothing_recognised",
-    "refusal", "no_asr", "speaker_count", "speaker_count_one", "transcription_open", "transcription_item",
-    "transcription_separator", "transcription_close", "transcription_no_asr", "cannot_determine", "no_known_name",
-    "choice")
+    "single_present",
+    "single_absent",
+    "present",
+    "absent",
+    "joiner",
+    "says",
+    "says_nothing_recognised",
+    "refusal",
+    "no_asr",
+    "speaker_count",
+    "speaker_count_one",
+    "transcription_open",
+    "transcription_item",
+    "transcription_separator",
+    "transcription_close",
+    "transcription_no_asr",
+    "cannot_determine",
+    "no_known_name",
+    "choice",
+)
 #: an option line of a multiple-choice prompt: "A. text" (also "A)", "A、", full-width stops)
 _OPTION = re.compile(r"^\s*([A-J])\s*[.．、)）:：]\s*(.+?)\s*$", re.M)
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -79,14 +102,21 @@ class AnswerBook:
         counting = choice.get("counting_questions") or {}
         extra = choice.get("extra_numbers") or {}
         if not isinstance(counting, dict) or not isinstance(extra, dict):
-            raise ConfigError(f"{self.path}: field 'multiple_choice': counting_questions and extra_numbers map a "
-                              f"language to a list / a mapping word → number")
+            raise ConfigError(
+                f"{self.path}: field 'multiple_choice': counting_questions and extra_numbers map a "
+                f"language to a list / a mapping word → number"
+            )
         self.counting_questions = {lang: [str(m).lower() for m in counting.get(lang) or []] for lang in LANGUAGES}
-        self.number_values = {lang: {**{w: i for i, w in enumerate(self.numbers[lang])},
-                                     **{str(w): int(n) for w, n in (extra.get(lang) or {}).items()}}
-                              for lang in LANGUAGES}
-        self.templates = {lang: {k: str(v) for k, v in templates[lang].items() if k != "number_words"}
-                          for lang in LANGUAGES}
+        self.number_values = {
+            lang: {
+                **{w: i for i, w in enumerate(self.numbers[lang])},
+                **{str(w): int(n) for w, n in (extra.get(lang) or {}).items()},
+            }
+            for lang in LANGUAGES
+        }
+        self.templates = {
+            lang: {k: str(v) for k, v in templates[lang].items() if k != "number_words"} for lang in LANGUAGES
+        }
 
     def kind(self, task_metadata: dict | None) -> tuple[str, str | None]:
         """``(analysis, declared)`` for a task's metadata: the analysis its ``answer_kind`` maps to
@@ -132,8 +162,11 @@ class AnswerBook:
         for letter, text in options:
             values = {int(d) for d in re.findall(r"\d+", text)}
             for word, n in self.number_values[lang].items():
-                hit = word in text if _CJK.search(word) else re.search(r"(?<!\w)" + re.escape(word) + r"(?!\w)",
-                                                                       text, re.I)
+                hit = (
+                    word in text
+                    if _CJK.search(word)
+                    else re.search(r"(?<!\w)" + re.escape(word) + r"(?!\w)", text, re.I)
+                )
                 if hit:
                     values.add(n)
             if len(values) != 1 or next(iter(values)) in out:

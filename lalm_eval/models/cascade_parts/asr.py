@@ -36,8 +36,9 @@ class PocketsphinxASR:
             try:
                 from pocketsphinx import Decoder
             except ImportError as exc:
-                raise ConfigError(f"the cascade's English speech recogniser needs pocketsphinx: {INSTALL_HINT}"
-                                  ) from exc
+                raise ConfigError(
+                    f"the cascade's English speech recogniser needs pocketsphinx: {INSTALL_HINT}"
+                ) from exc
             self._decoder = Decoder(samprate=self.sr, logfn="/dev/null")
         return self._decoder
 

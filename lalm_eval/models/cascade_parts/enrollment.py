@@ -58,8 +58,13 @@ class EnrollmentClip:
 
 
 def _speaker_folders(folder: Path) -> list[Path]:
-    return sorted(d for d in folder.iterdir() if d.is_dir() and not d.name.startswith(".")
-                  and any(f.suffix.lower() in AUDIO_SUFFIXES for f in d.iterdir() if f.is_file()))
+    return sorted(
+        d
+        for d in folder.iterdir()
+        if d.is_dir()
+        and not d.name.startswith(".")
+        and any(f.suffix.lower() in AUDIO_SUFFIXES for f in d.iterdir() if f.is_file())
+    )
 
 
 def load_enrollment(path: str | Path) -> list[EnrollmentClip]:
@@ -92,9 +97,10 @@ def _from_dataset(path: str) -> list[EnrollmentClip]:
     try:
         ds = load_dataset_fresh(path, "enrollment", split="train")
     except Exception as exc:  # the message of datasets says what was missing
-        raise ConfigError(f"enrollment {path!r}: neither speaker folders <dir>/<Name>/*.wav|flac|ogg|opus nor a "
-                          f"dataset with an 'enrollment' config and a 'train' split ({type(exc).__name__}: {exc})"
-                          ) from exc
+        raise ConfigError(
+            f"enrollment {path!r}: neither speaker folders <dir>/<Name>/*.wav|flac|ogg|opus nor a "
+            f"dataset with an 'enrollment' config and a 'train' split ({type(exc).__name__}: {exc})"
+        ) from exc
     missing = {"name", "audio"} - set(ds.column_names)
     if missing:
         raise ConfigError(f"enrollment {path!r}: config 'enrollment' lacks column(s) {sorted(missing)}")
@@ -106,8 +112,11 @@ def _from_dataset(path: str) -> list[EnrollmentClip]:
         if not source:
             raise ConfigError(f"enrollment {path!r}: row {i} has no audio bytes or path")
         audio, _ = read_audio(source, TARGET_SR)
-        clips.append(EnrollmentClip(str(row["name"]), str(row.get("clip_id") or f"{row['name']}/{i}"), audio,
-                                    str(row.get("language") or "")))
+        clips.append(
+            EnrollmentClip(
+                str(row["name"]), str(row.get("clip_id") or f"{row['name']}/{i}"), audio, str(row.get("language") or "")
+            )
+        )
     return clips
 
 
@@ -150,12 +159,20 @@ def enroll(clips: list[EnrollmentClip], encoder, source: str = "") -> Enrollment
 
 def degraded_copies(clips: list[EnrollmentClip], augment: AugmentationConfig, seed: int = 0) -> list[np.ndarray]:
     """One augmented copy of every clip, seeded by its clip id (same clips → same copies)."""
-    return [apply_augmentation(c.audio, TARGET_SR, sample_augmentation(augment, rng_for(seed, "cascade", c.clip_id)))
-            for c in clips]
+    return [
+        apply_augmentation(c.audio, TARGET_SR, sample_augmentation(augment, rng_for(seed, "cascade", c.clip_id)))
+        for c in clips
+    ]
 
 
-def calibrate(enrollment: Enrollment, clips: list[EnrollmentClip], encoder, cfg: SegmenterConfig,
-              augment: AugmentationConfig | None = None, seed: int = 0) -> dict:
+def calibrate(
+    enrollment: Enrollment,
+    clips: list[EnrollmentClip],
+    encoder,
+    cfg: SegmenterConfig,
+    augment: AugmentationConfig | None = None,
+    seed: int = 0,
+) -> dict:
     """Presence and clustering thresholds from the enrollment clips (leave one clip out).
 
     With ``augment`` (multi-condition calibration), every clip also takes part as one augmented
@@ -173,7 +190,7 @@ def calibrate(enrollment: Enrollment, clips: list[EnrollmentClip], encoder, cfg:
     same, diff, window_labels = [], [], []
     pos = 0
     for (i, _), ws in zip(variants, wins):
-        e, keep = window_embs[pos:pos + len(ws)], ok[pos:pos + len(ws)]  # rejected windows are left out
+        e, keep = window_embs[pos : pos + len(ws)], ok[pos : pos + len(ws)]  # rejected windows are left out
         pos += len(ws)
         k = labels[i]
         window_labels += [k if good else -1 for good in keep]
@@ -190,10 +207,18 @@ def calibrate(enrollment: Enrollment, clips: list[EnrollmentClip], encoder, cfg:
     eer, threshold = equal_error_rate(np.array(same), np.array(diff))
     window_labels = np.array(window_labels)
     kept = np.flatnonzero(window_labels >= 0)
-    kept = kept[::max(1, len(kept) // MAX_PAIR_WINDOWS)]
+    kept = kept[:: max(1, len(kept) // MAX_PAIR_WINDOWS)]
     pair_same, pair_diff = pair_scores(window_embs[kept], window_labels[kept])
     cluster_eer, cluster_threshold = equal_error_rate(pair_same, pair_diff)
-    return {"threshold": round(threshold, 6), "eer": round(eer, 6), "n_same": len(same), "n_diff": len(diff),
-            "cluster_threshold": round(cluster_threshold, 6), "cluster_eer": round(cluster_eer, 6),
-            "n_windows": int((window_labels >= 0).sum()), "n_clips": len(clips), "n_subjects": len(enrollment.names),
-            "conditions": "clean+augmented" if augment is not None else "clean"}
+    return {
+        "threshold": round(threshold, 6),
+        "eer": round(eer, 6),
+        "n_same": len(same),
+        "n_diff": len(diff),
+        "cluster_threshold": round(cluster_threshold, 6),
+        "cluster_eer": round(cluster_eer, 6),
+        "n_windows": int((window_labels >= 0).sum()),
+        "n_clips": len(clips),
+        "n_subjects": len(enrollment.names),
+        "conditions": "clean+augmented" if augment is not None else "clean",
+    }

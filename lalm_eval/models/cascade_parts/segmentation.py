@@ -67,8 +67,8 @@ def speech_regions(audio: np.ndarray, sr: int, cfg: SegmenterConfig) -> list[tup
     n = len(audio) // frame
     if n == 0:
         return []
-    pcm = (np.clip(audio[:n * frame], -1.0, 1.0) * 32767).astype("<i2")
-    flags = np.array([vad.is_speech(pcm[i * frame:(i + 1) * frame].tobytes(), sr) for i in range(n)])
+    pcm = (np.clip(audio[: n * frame], -1.0, 1.0) * 32767).astype("<i2")
+    flags = np.array([vad.is_speech(pcm[i * frame : (i + 1) * frame].tobytes(), sr) for i in range(n)])
     runs = _runs(flags)
     max_gap, min_len = cfg.max_gap_s * sr / frame, cfg.min_region_s * sr / frame
     merged: list[list[int]] = []
@@ -134,7 +134,7 @@ def seconds_by_label(windows: list[Window], labels: list, sr: int) -> dict:
 
 
 def cut(audio: np.ndarray, windows: list[Window]) -> list[np.ndarray]:
-    return [audio[w.start:w.end] for w in windows]
+    return [audio[w.start : w.end] for w in windows]
 
 
 def embed_windows(encoder, audios: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

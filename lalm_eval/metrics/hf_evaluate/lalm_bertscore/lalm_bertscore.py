@@ -42,12 +42,18 @@ class LalmBertScore(evaluate.Metric):
         )
 
     def _compute(self, predictions, references, backbone=None, num_layers=None, batch_size=64, device=None):
-        result = bertscore(predictions, references, backbone=backbone, batch_size=batch_size,
-                           device=device, num_layers=num_layers)
+        result = bertscore(
+            predictions, references, backbone=backbone, batch_size=batch_size, device=device, num_layers=num_layers
+        )
         n = len(result.f1)
 
         def mean(values):
             return sum(values) / n if n else 0.0
 
-        return {"f1": mean(result.f1), "precision": mean(result.precision), "recall": mean(result.recall),
-                "backbone": result.backbone, "num_layers": result.num_layers}
+        return {
+            "f1": mean(result.f1),
+            "precision": mean(result.precision),
+            "recall": mean(result.recall),
+            "backbone": result.backbone,
+            "num_layers": result.num_layers,
+        }

@@ -35,7 +35,5 @@ class PalmRecognitionPresence(evaluate.Metric):
     def _compute(self, predictions, references, questions):
         from lalm_eval.metrics.recognition import recognition_presence_score
 
-        scores = [
-            float(recognition_presence_score(q, r, p)) for q, r, p in zip(questions, references, predictions)
-        ]
+        scores = [float(recognition_presence_score(q, r, p)) for q, r, p in zip(questions, references, predictions)]
         return {"recognition_presence": sum(scores) / len(scores) if scores else 0.0}
