@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$(bash scripts/install.sh | tail -1)
 export PATH="$BIN:$PATH"
-"$BIN/python" -m pytest -q "$@"
+"$BIN/python" -m pytest -q --durations=25 "$@"
