@@ -383,4 +383,7 @@ def test_every_builtin_task_declares_a_kind_the_cascade_knows():
         if want is not None and not name.startswith("msu_mcq"):
             assert declared == want, (name, declared)
         if name.startswith("palm_"):
-            assert meta["strategy"] and meta["breakdown"] == ["task", "n_speakers", "negative_stratum", "language"]
+            breakdown = ["task", "n_speakers", "negative_stratum", "language"]
+            if name.startswith("palm_captioning"):  # the reference kind a caption was scored against
+                breakdown.append("caption_reference")
+            assert meta["strategy"] and meta["breakdown"] == breakdown
