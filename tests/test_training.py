@@ -75,8 +75,10 @@ metadata: {{version: 1}}
     return {"root": root, "model": model, "tasks": tasks, "cache": root / "cache"}
 
 
-def _train(setup, recipe, out, *extra):
-    argv = [
+def train_argv(setup, recipe, out, *extra) -> list[str]:
+    """`lalm-eval train` arguments for the tiny model on the `who` task (also launched by
+    tests/test_training_accelerate.py)."""
+    return [
         "train",
         "--model",
         "qwen2_audio",
@@ -96,7 +98,10 @@ def _train(setup, recipe, out, *extra):
         "1e-2",
         *extra,
     ]
-    return cli_main(argv)
+
+
+def _train(setup, recipe, out, *extra):
+    return cli_main(train_argv(setup, recipe, out, *extra))
 
 
 def _eval(setup, model_args, out):

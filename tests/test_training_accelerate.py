@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from lalm_eval.cli import main as cli_main
-from tests.test_training import setup  # noqa: F401 - the tiny model and a `who` task with a train split
+from tests.test_training import setup, train_argv  # noqa: F401 - the tiny model and a `who` task with a train split
 
 
 def _launch(setup, recipe, out, port, *extra):
@@ -32,30 +32,18 @@ def _launch(setup, recipe, out, port, *extra):
         str(port),
         "-m",
         "lalm_eval.cli",
-        "train",
-        "--model",
-        "qwen2_audio",
-        "--model_args",
-        f"pretrained={setup['model']}",
-        "--tasks",
-        "who",
-        "--include_path",
-        str(setup["tasks"]),
-        "--recipe",
-        recipe,
-        "--output_dir",
-        str(out),
-        "--cache_dir",
-        str(setup["cache"]),
-        "--learning_rate",
-        "1e-2",
-        "--limit",
-        "4",
-        "--max_steps",
-        "2",
-        "--save_steps",
-        "2",
-        *extra,
+        *train_argv(
+            setup,
+            recipe,
+            out,
+            "--limit",
+            "4",
+            "--max_steps",
+            "2",
+            "--save_steps",
+            "2",
+            *extra,
+        ),
     ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
 
