@@ -396,6 +396,11 @@ def check_cli_run(
             "--cache_dir",
             str(tmp_path / "cache"),
             "--log_samples",
+            # the scripted failures land on whichever requests the server sees first; with
+            # --limit 2 both can be one task's docs, which would (rightly) exit 4: the failure
+            # accounting is what is checked here, so no share of failures stops the run
+            "--max_failure_share",
+            "1",
         ]
     )
     assert rc == 0
