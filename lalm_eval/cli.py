@@ -312,6 +312,15 @@ def run_subcommand(argv: list[str]) -> int:
     m.add_argument(
         "--head-dim", type=int, default=None, help="text attention head dim (qwen2_audio; 64 for vLLM's CPU kernels)"
     )
+    m.add_argument(
+        "--vocab", choices=["bytes", "word"], default="bytes", help="word: a word-level tokenizer (qwen2_audio)"
+    )
+    m.add_argument(
+        "--vocab-tasks", default=None, help="--vocab word: the words of these tasks' training prompts/targets"
+    )
+    m.add_argument("--hidden-size", type=int, default=None, help="text model width (qwen2_audio; default 64)")
+    m.add_argument("--include_path", action="append", default=None)
+    m.add_argument("--cache_dir", default=str(DEFAULT_CACHE))
     sub.add_parser("paths", help="where the task and hub-card folders of this install are")
     r = sub.add_parser("report", help="one report (paper tables, plots) from several runs' output folders")
     r.add_argument("folders", nargs="+", type=Path)
@@ -370,7 +379,17 @@ def run_subcommand(argv: list[str]) -> int:
     else:
         from lalm_eval.models.tiny import make_tiny_model
 
-        print(make_tiny_model(args.arch, args.out_dir, head_dim=args.head_dim))
+        texts = None
+        if args.vocab == "word":
+            from lalm_eval.training.data import example_texts, training_examples
+
+            if not args.vocab_tasks:
+                from lalm_eval.errors import ConfigError
+
+                raise ConfigError("make-tiny-model --vocab word needs --vocab-tasks (the tasks whose words it learns)")
+            names = [t.strip() for t in args.vocab_tasks.split(",") if t.strip()]
+            texts = example_texts(training_examples(names, Path(args.cache_dir), args.include_path))
+        print(make_tiny_model(args.arch, args.out_dir, args.head_dim, args.vocab, texts, args.hidden_size))
     return 0
 
 

@@ -288,3 +288,28 @@ def test_collator_prompt_is_the_evaluation_prompt_and_loss_is_on_the_answer(setu
         assert (batch["labels"][row, :n] == -100).all()
         assert adapter.tokenizer.decode(answer) == example.target + "<|im_end|>"
     assert batch["input_features"].shape[0] == 2
+
+
+def test_freeze_keeps_the_audio_tower_and_trains_the_rest(setup, tmp_path):
+    import torch
+
+    from lalm_eval.cli import build_adapter
+    from lalm_eval.training.trainer import TrainOptions, train
+
+    adapter = build_adapter("qwen2_audio", f"pretrained={setup['model']}", None, str(setup["cache"]))
+    before = {k: v.clone() for k, v in adapter.model.state_dict().items()}
+    common = dict(tasks=["who"], cache_dir=setup["cache"], include_path=[str(setup["tasks"])], max_steps=2)
+    for recipe, freeze, message in (
+        ("lora_attn", ("audio_tower",), "applies to the full recipe"),
+        ("full", ("vision_tower",), "no such component; it has"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            train(adapter, TrainOptions(recipe=recipe, output_dir=tmp_path / "x", freeze=freeze, **common))
+    opts = TrainOptions(recipe="full", output_dir=tmp_path / "f", learning_rate=1e-2, freeze=("audio_tower",), **common)
+    info = train(adapter, opts)
+    after = adapter.model.state_dict()
+    tower = [k for k in before if "audio_tower" in k]
+    assert tower and all(torch.equal(before[k], after[k]) for k in tower)  # bit-identical
+    assert any(not torch.equal(before[k], after[k]) for k in before if k not in tower)  # the rest trained
+    total = sum(p.numel() for p in adapter.model.parameters())
+    assert info["frozen_components"]["audio_tower"] == total - info["trainable_parameters"] > 0

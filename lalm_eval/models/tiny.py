@@ -11,6 +11,16 @@ torch RNG is left alone), so the same call writes the same files. Outputs are gi
 models test plumbing (batching, padding, caching), not quality. Backs ``lalm-eval
 make-tiny-model <arch> DIR``; ``--head-dim 64`` (Qwen2-Audio) builds the variant vLLM's CPU
 kernels accept (text: 2 heads of 64, 1 KV head).
+
+``vocab="word"`` (Qwen2-Audio; ``--vocab word``) swaps the byte-level BPE for a word-level
+tokenizer (``tokenizers``' ``WordLevel``, BERT-style pre-tokenisation: words, punctuation and
+every CJK character are tokens) whose vocabulary is the words of ``vocab_texts`` (e.g. the
+prompts and targets of a task's training split: ``--vocab-tasks``), plus the chat template's own
+words: a short answer is a handful of tokens instead of ~40 bytes, so the tiny model can learn a
+task's answers in minutes on a CPU (``bench/train_tiny_f1.sh``). Unknown words become ``[UNK]``.
+It is the same Qwen2-Audio class, processor and chat template; only the tokenizer differs.
+``hidden_size`` widens the text model (4 heads, 2 KV heads, FFN ``2 * hidden_size``; the audio
+tower stays 64 wide).
 """
 
 from __future__ import annotations
@@ -63,7 +73,42 @@ QWEN25_OMNI_TEMPLATE = (
 )
 
 
-def _tokenizer(special: list[str], **named):
+#: the text the chat templates add around messages (the word-level vocabulary always has it)
+_TEMPLATE_TEXT = ["system", "user", "assistant", "You are a helpful assistant.", "Audio 0 1 2 3 4 5 6 7 8 9:"]
+VOCABS = ("bytes", "word")
+
+
+def _word_tokenizer(special: list[str], texts, **named):
+    """A word-level tokenizer over the words of ``texts`` (and the chat template's words)."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    texts = [t for t in texts if isinstance(t, str) and t]
+    if not texts:
+        raise ConfigError("make-tiny-model --vocab word: no text to build the vocabulary from")
+    tok = Tokenizer(models.WordLevel(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=False, lowercase=False
+    )
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece(prefix="##", cleanup=True)  # "No , Jason ." -> "No, Jason."
+    tok.train_from_iterator(
+        _TEMPLATE_TEXT + _SENTENCES + texts,
+        trainers.WordLevelTrainer(special_tokens=special + ["[UNK]"], min_frequency=1, show_progress=False),
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        unk_token="[UNK]",
+        padding_side="left",
+        **named,
+    )
+
+
+def _tokenizer(special: list[str], vocab_texts=None, **named):
+    if vocab_texts is not None:
+        return _word_tokenizer(special, vocab_texts, **named)
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -92,7 +137,7 @@ def _seeded(build):
         return build()
 
 
-def _qwen2_audio(out: Path, head_dim: int | None = None) -> None:
+def _qwen2_audio(out: Path, head_dim: int | None = None, vocab_texts=None, hidden_size: int | None = None) -> None:
     from transformers import (
         Qwen2AudioConfig,
         Qwen2AudioForConditionalGeneration,
@@ -101,13 +146,19 @@ def _qwen2_audio(out: Path, head_dim: int | None = None) -> None:
     )
 
     audio_tokens = ["<|audio_bos|>", "<|AUDIO|>", "<|audio_eos|>"]
-    tokenizer = _tokenizer(_BASE_SPECIAL + audio_tokens, additional_special_tokens=_BASE_SPECIAL[1:] + audio_tokens)
+    tokenizer = _tokenizer(
+        _BASE_SPECIAL + audio_tokens, vocab_texts, additional_special_tokens=_BASE_SPECIAL[1:] + audio_tokens
+    )
     processor = Qwen2AudioProcessor(
         feature_extractor=WhisperFeatureExtractor(feature_size=128, sampling_rate=16000),
         tokenizer=tokenizer,
         chat_template=QWEN2_AUDIO_TEMPLATE,
     )
     text = dict(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2)
+    if hidden_size is not None:
+        text = dict(
+            hidden_size=hidden_size, intermediate_size=2 * hidden_size, num_attention_heads=4, num_key_value_heads=2
+        )
     if head_dim is not None:  # 2 query heads of head_dim, 1 KV head (vLLM's CPU attention rejects head dim 16)
         text = dict(
             hidden_size=2 * head_dim, intermediate_size=4 * head_dim, num_attention_heads=2, num_key_value_heads=1
@@ -275,24 +326,52 @@ _BUILDERS = {"qwen2_audio": _qwen2_audio, "qwen2_5_omni": _qwen25_omni, "qwen3_o
 HEAD_DIM_ARCHS = ("qwen2_audio",)
 
 
-def make_tiny_model(arch: str, out_dir, head_dim: int | None = None) -> Path:
+def make_tiny_model(
+    arch: str,
+    out_dir,
+    head_dim: int | None = None,
+    vocab: str = "bytes",
+    vocab_texts=None,
+    hidden_size: int | None = None,
+) -> Path:
     """Build the tiny ``arch`` (one of :data:`TINY_ARCHS`) into ``out_dir``; returns the folder.
 
     ``head_dim`` (Qwen2-Audio only): the text model gets 2 attention heads of that size and 1 KV
     head (hidden size ``2 * head_dim``), e.g. 64 for vLLM, whose CPU attention kernels reject the
-    default's head dim of 16. ``None`` builds the default model, byte for byte as before.
+    default's head dim of 16. ``vocab="word"`` (Qwen2-Audio only) with ``vocab_texts`` (strings):
+    a word-level tokenizer over those texts' words instead of the byte-level BPE.
+    ``hidden_size`` (Qwen2-Audio only, a multiple of 8): the text model's width. The defaults
+    build the default model, byte for byte as before.
     """
     if arch not in TINY_ARCHS:
         raise ConfigError(f"unknown tiny model {arch!r}; choose one of {', '.join(TINY_ARCHS)}")
+    if vocab not in VOCABS:
+        raise ConfigError(f"make-tiny-model: --vocab must be one of {', '.join(VOCABS)}, got {vocab!r}")
+    if (vocab == "word") != (vocab_texts is not None):
+        raise ConfigError(
+            "make-tiny-model: --vocab word needs the texts to build its vocabulary from, and only it does"
+        )
+    options = {"--head-dim": head_dim, "--vocab word": vocab_texts, "--hidden-size": hidden_size}
+    for flag, value in options.items():
+        if value is not None and arch not in HEAD_DIM_ARCHS:
+            raise ConfigError(f"make-tiny-model: {flag} is supported for {', '.join(HEAD_DIM_ARCHS)}, not {arch!r}")
     if head_dim is not None:
-        if arch not in HEAD_DIM_ARCHS:
-            raise ConfigError(f"make-tiny-model: --head-dim is supported for {', '.join(HEAD_DIM_ARCHS)}, not {arch!r}")
         if int(head_dim) < 8 or int(head_dim) % 8:
             raise ConfigError(f"make-tiny-model: --head-dim must be a multiple of 8 (>= 8), got {head_dim!r}")
+        if hidden_size is not None:
+            raise ConfigError("make-tiny-model: give --head-dim or --hidden-size, not both")
+    if hidden_size is not None and (int(hidden_size) < 8 or int(hidden_size) % 8):
+        raise ConfigError(f"make-tiny-model: --hidden-size must be a multiple of 8 (>= 8), got {hidden_size!r}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    if head_dim is None:
-        _BUILDERS[arch](out)
-    else:
-        _BUILDERS[arch](out, head_dim=int(head_dim))
+    extra = {
+        k: v
+        for k, v in dict(
+            head_dim=None if head_dim is None else int(head_dim),
+            vocab_texts=None if vocab_texts is None else list(vocab_texts),
+            hidden_size=None if hidden_size is None else int(hidden_size),
+        ).items()
+        if v is not None
+    }
+    _BUILDERS[arch](out, **extra)
     return out

@@ -3,6 +3,7 @@
     lalm-eval train --model qwen2_audio --model_args pretrained=DIR \\
         --tasks palm_recognition,palm_captioning --recipe lora_attn --output_dir OUT \\
         [--max_steps N] [--seed S] [--filter single_speaker|multi_speaker] [--resume_from_checkpoint]
+        [--learning_rate LR] [--batch_size B] [--grad_accum K] [--epochs E] [--freeze audio_tower]
 
 Recipes: ``lalm_eval/training/recipes/*.yaml`` (or a path); ``--tokens`` for prompt tuning.
 The learning rate and epochs are the recipe's (PALM §5.2) unless ``--learning_rate`` / ``--epochs``
@@ -54,6 +55,12 @@ def parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--save_steps", type=int, default=500)
     ap.add_argument("--max_minutes", type=float, default=None, help="stop training after this many minutes")
+    ap.add_argument(
+        "--freeze",
+        default="",
+        help="full recipe: comma-separated components kept frozen (audio_tower, projector, language_model; "
+        "ms-swift's full fine-tuning freezes the audio tower and aligner by default)",
+    )
     ap.add_argument("--device", default=None)
     ap.add_argument("--cache_dir", default=str(DEFAULT_CACHE))
     return ap
@@ -86,6 +93,7 @@ def main(argv=None) -> int:
             resume=args.resume_from_checkpoint,
             save_steps=args.save_steps,
             max_minutes=args.max_minutes,
+            freeze=tuple(c.strip() for c in args.freeze.split(",") if c.strip()),
         )
         info = train(adapter, opts)
     except LalmEvalError as exc:  # anything else is a bug: its traceback is shown

@@ -11,6 +11,7 @@ on the prompt (and padding), so the loss is on the answer tokens only. Batches a
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from pathlib import Path
 
@@ -99,6 +100,19 @@ def training_examples(
     return out
 
 
+def example_texts(examples: list[Example]) -> list[str]:
+    """Every text the examples put through the tokenizer: their messages' text parts and targets
+    (what ``make-tiny-model --vocab word --vocab-tasks`` builds its word-level vocabulary from)."""
+    out = []
+    for e in examples:
+        for message in e.messages:
+            content = message.get("content")
+            parts = [content] if isinstance(content, str) else [p.get("text") for p in content or ()]
+            out += [p for p in parts if isinstance(p, str) and p]
+        out.append(e.target)
+    return out
+
+
 class ExampleDataset:
     """A map-style dataset of examples (what ``Trainer`` iterates; audio decoded by the collator)."""
 
@@ -110,6 +124,68 @@ class ExampleDataset:
 
     def __getitem__(self, i: int) -> Example:
         return self.examples[i]
+
+
+class FeatureMemo:
+    """A processor's feature extractor whose results are kept by audio content (up to
+    ``max_bytes``): training computes the features of every clip once, though each clip is asked
+    about several times and revisited every epoch (on the tiny model on a CPU the Whisper
+    features of a 30 s window cost as much as a sixth of a training step). The features are the
+    extractor's own, bit for bit; a copy of the cached batch is returned, so callers may pop keys."""
+
+    def __init__(self, inner, max_bytes: int = 2 << 30):
+        self.inner, self.max_bytes, self.memo, self.bytes, self.hits, self.misses = inner, max_bytes, {}, 0, 0, 0
+
+    def __getattr__(self, name):  # fetch_audio, sampling_rate, ...: the extractor's own
+        return getattr(self.inner, name)
+
+    @staticmethod
+    def _key(audio, kwargs) -> tuple | None:
+        import hashlib
+
+        import numpy as np
+
+        arrays = list(audio) if isinstance(audio, (list, tuple)) else [audio]
+        if not all(isinstance(a, np.ndarray) for a in arrays):
+            return None
+        digests = tuple(
+            (hashlib.blake2b(np.ascontiguousarray(a).tobytes(), digest_size=16).hexdigest(), a.shape, str(a.dtype))
+            for a in arrays
+        )
+        return digests, repr(sorted(kwargs.items(), key=lambda kv: kv[0]))
+
+    def __call__(self, audio, **kwargs):
+        import torch
+
+        key = self._key(audio, kwargs)
+        hit = self.memo.get(key) if key is not None else None
+        if hit is None:
+            self.misses += 1
+            hit = self.inner(audio, **kwargs)
+            size = sum(v.numel() * v.element_size() for v in hit.values() if torch.is_tensor(v))
+            if key is not None and self.bytes + size <= self.max_bytes:
+                self.memo[key], self.bytes = hit, self.bytes + size
+        else:
+            self.hits += 1
+        return type(hit)(dict(hit))
+
+
+@contextlib.contextmanager
+def memoised_features(adapter, max_bytes: int = 2 << 30):
+    """While inside, ``adapter.processor``'s feature extractor is a :class:`FeatureMemo` (the
+    original is put back on exit, before anything saves the processor); yields the memo (None when
+    the processor has no feature extractor)."""
+    processor = getattr(adapter, "processor", None)
+    inner = getattr(processor, "feature_extractor", None)
+    if inner is None or not callable(inner):
+        yield None
+        return
+    memo = FeatureMemo(inner, max_bytes)
+    processor.feature_extractor = memo
+    try:
+        yield memo
+    finally:
+        processor.feature_extractor = inner
 
 
 class Collator:

@@ -183,6 +183,23 @@ def apply_recipe(model, recipe: Recipe, seed: int = 0):
     return get_peft_model(model, config)
 
 
+def freeze_components(model, names) -> dict[str, int]:
+    """Freeze the named components of ``model`` (``audio_tower``, ``projector``,
+    ``language_model``: :func:`components`) for a ``full`` run, as ms-swift's ``freeze_vit`` /
+    ``freeze_aligner`` do for its full fine-tuning of multimodal models; returns each component's
+    frozen parameter count. A component the model lacks is a ConfigError listing those it has."""
+    found = components(model)
+    out = {}
+    for name in names:
+        if name not in found:
+            raise ConfigError(f"--freeze {name}: {type(model).__name__} has no such component; it has {sorted(found)}")
+        params = list(model.get_submodule(found[name]).parameters())
+        for p in params:
+            p.requires_grad_(False)
+        out[name] = sum(p.numel() for p in params)
+    return out
+
+
 def trainable_parameters(model) -> list[str]:
     return [n for n, p in model.named_parameters() if p.requires_grad]
 

@@ -51,6 +51,7 @@ class TrainOptions:
     save_steps: int = 500
     logging_steps: int = 1
     max_minutes: float | None = None  # stop (and save) once training has run this long
+    freeze: tuple[str, ...] = ()  # components kept frozen under `full` (audio_tower, projector, language_model)
 
 
 def _time_limit(minutes: float):
@@ -175,8 +176,8 @@ def train(adapter, opts: TrainOptions) -> dict:
     from transformers import TrainingArguments, set_seed
 
     from lalm_eval.models.hf_base import HFAudioAdapter, fingerprint
-    from lalm_eval.training.data import Collator, ExampleDataset, training_examples
-    from lalm_eval.training.recipes import apply_recipe, load_recipe
+    from lalm_eval.training.data import Collator, ExampleDataset, memoised_features, training_examples
+    from lalm_eval.training.recipes import apply_recipe, freeze_components, load_recipe
     from lalm_eval.training.soft_prompts import SoftPromptModel, SoftPrompts
 
     if not isinstance(adapter, HFAudioAdapter):
@@ -190,6 +191,11 @@ def train(adapter, opts: TrainOptions) -> dict:
         )
     setting = opts.setting or ("multi_speaker" if opts.speakers == "multi_speaker" else None)
     recipe = load_recipe(opts.recipe, tokens=opts.tokens, setting=setting)
+    if opts.freeze and recipe.method != "full":
+        raise ConfigError(
+            f"--freeze applies to the full recipe (LoRA and prompt tuning train only their own "
+            f"parameters), not to {recipe.name!r} ({recipe.method})"
+        )
     out = Path(opts.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     hp = recipe.training_args(setting)
@@ -227,7 +233,7 @@ def train(adapter, opts: TrainOptions) -> dict:
     model = adapter.model
     model.train()
     base_hash = fingerprint(adapter.pretrained)
-    soft = None
+    soft, frozen = None, {}
     if recipe.method == "prompt_tuning":
         names = sorted({n for e in examples for n in e.subjects})
         if not names:
@@ -245,6 +251,7 @@ def train(adapter, opts: TrainOptions) -> dict:
         )
     else:
         train_model = apply_recipe(model, recipe, opts.seed)
+        frozen = freeze_components(model, opts.freeze) if opts.freeze else {}
         collator = Collator(adapter)
     seen: list = []  # (task, doc_id) of every example this process trained on (Recording.training_step)
 
@@ -269,7 +276,8 @@ def train(adapter, opts: TrainOptions) -> dict:
             raise ConfigError(f"--resume_from_checkpoint: no checkpoint-* folder in {args.output_dir}")
         resumed_from = json.loads((Path(last) / "trainer_state.json").read_text())["global_step"]
     start = time.time()
-    result = trainer.train(resume_from_checkpoint=True if opts.resume else None)
+    with memoised_features(adapter) as memo:  # each clip's features computed once
+        result = trainer.train(resume_from_checkpoint=True if opts.resume else None)
     seconds = time.time() - start
     shards = _seen_by_rank(seen, args.world_size)
     points = [{"step": e["step"], "loss": e["loss"]} for e in trainer.state.log_history if "loss" in e]
@@ -303,10 +311,13 @@ def train(adapter, opts: TrainOptions) -> dict:
         "dtype": adapter.dtype,
         "device": adapter.device,
         **shards,
+        "frozen_components": frozen,
         "trainable_parameters": n_trainable,
         "trainable_tensors": len(trainable),
         "seconds": round(seconds, 2),
         "train_samples_per_second": result.metrics.get("train_samples_per_second"),
+        "audio_features_computed": memo.misses if memo is not None else None,
+        "audio_features_reused": memo.hits if memo is not None else None,
         "loss_first": points[0]["loss"] if points else None,
         "loss_last": points[-1]["loss"] if points else None,
         "evaluate_with": _evaluate_with(adapter, recipe, out),
