@@ -7,10 +7,12 @@ What is counted, with the cascade's own windows and resemblyzer embeddings:
   Debian Asterisk packages (one voice; two voices alternating) — see ``bench/real_voices.py``;
 - ``embedded``: the MSU-Bench ``t1_sr_speaker_counting`` questions of an embedded build.
 
-For each clustering threshold (the calibrated one first) it prints how many recordings of each
-set get the right count, and for every recording the similarity of the two centroids of its
-best two-cluster split — the figure that shows why no threshold serves the call and real single
-voices at once: the call's two speakers are as close as two halves of one real voice.
+First the adapter as configured (calibrated threshold + the gap statistic's one-or-two test,
+``split_test=gap``), then the calibrated threshold alone and each threshold of ``--thresholds``
+alone: how many recordings of each set get the right count. Then, per recording, the similarity
+of the two centroids of its best two-cluster split — the figure that shows why no threshold serves
+the call and real single voices at once: the call's two speakers are as close as two halves of
+one real voice — and the gap test's margin ``Gap(2) - s - Gap(1)`` (two speakers when > 0).
 
     python bench/cascade_counting_real.py --enrollment palm-bench --msu msu-bench
 """
@@ -97,24 +99,39 @@ def main(argv=None) -> int:
     calibrated = adapter.cluster_threshold
     thresholds = [calibrated] + [float(t) for t in args.thresholds.split(",") if t]
     analyses = {k: [(name, adapter.analysis(a), n) for name, a, n in items] for k, items in sets.items()}
+    test = adapter.split_test
 
     print(
         f"calibrated clustering threshold {calibrated:.3f} (EER {adapter.calibration['cluster_eer']:.3f}, "
         f"{adapter.calibration['conditions']}, {adapter.calibration['n_subjects']} enrolled subjects)"
     )
-    print("threshold  " + "  ".join(f"{k} ({len(v)})" for k, v in sets.items()))
-    for t in thresholds:
+    print(
+        f"split test: {test.to_dict() if test else 'off'}; on the enrollment: {adapter.calibration.get('split_test')}"
+    )
+    print("threshold        " + "  ".join(f"{k} ({len(v)})" for k, v in sets.items()))
+    rows = ([(calibrated, test, "+ gap test")] if test else []) + [(t, None, "") for t in thresholds]
+    counts = {}
+    for t, with_test, label in rows:
         cells = []
-        for items in analyses.values():
-            right = sum(
-                cluster(an, SR, t, adapter.min_speech_s, adapter.cfg.median).n_speakers == n for _, an, n in items
-            )
-            cells.append(f"{right}/{len(items)}")
-        print(f"{t:9.3f}  " + "  ".join(f"{c:>{len(k) + 4}}" for c, k in zip(cells, sets)))
-    print("\ncentroid similarity of the best two-cluster split (raw resemblyzer embeddings):")
+        for k, items in analyses.items():
+            got = [cluster(an, SR, t, adapter.min_speech_s, adapter.cfg.median, with_test) for _, an, _ in items]
+            counts[(t, label, k)] = got
+            cells.append(f"{sum(c.n_speakers == n for c, (_, _, n) in zip(got, items))}/{len(items)}")
+        print(f"{t:5.3f} {label:10s} " + "  ".join(f"{c:>{len(k) + 4}}" for c, k in zip(cells, sets)))
+    print("\nper recording: centroid similarity of the best two-cluster split (raw resemblyzer embeddings),")
+    print("the count with the calibrated threshold alone / with the gap test, and the test's margin:")
     for k, items in analyses.items():
-        for name, an, n in items:
-            print(f"  {k:9s} {name:28s} speakers {n}  {centroid_similarity(an.embeddings):.3f}")
+        for i, (name, an, n) in enumerate(items):
+            alone = counts[(calibrated, "", k)][i].n_speakers
+            tested = counts[(calibrated, "+ gap test", k)][i] if test else None
+            extra = ""
+            if tested is not None:
+                fig = tested.split_test
+                margin = f"{fig['gap2'] - fig['s2'] - fig['gap1']:+.3f}" if fig else "not run (>1 cluster)"
+                extra = f"  with test {tested.n_speakers}  margin {margin}"
+            print(
+                f"  {k:9s} {name:28s} speakers {n}  {centroid_similarity(an.embeddings):.3f}  threshold alone {alone}{extra}"
+            )
     return 0
 
 

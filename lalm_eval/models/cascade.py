@@ -28,7 +28,11 @@ sees a dataset row, so it cannot read answers or labels):
 Model args (strings from the CLI are converted): ``enrollment`` (required), ``encoder``
 (``resemblyzer`` | ``ecapa``), ``encoder_source`` (ECAPA folder or Hub id), ``device``,
 ``min_speech_s`` (1.0), ``window_s`` (1.6), ``hop_s`` (0.8), ``vad_mode`` (2), ``median`` (3),
-``threshold`` / ``cluster_threshold`` (override the calibrated values), ``calibration``
+``threshold`` / ``cluster_threshold`` (override the calibrated values), ``split_test``
+(``gap``, the default: when the threshold finds one speaker, the gap statistic's one-or-two test
+on the recording's own windows decides whether a second, closer voice is there —
+:mod:`.cascade_parts.speaker_test`; ``off``), ``gap_dims`` (2) / ``gap_refs`` (100) (its
+principal components and reference samples; seeded, deterministic), ``calibration``
 (``multi``: clean + one augmented copy of each enrollment clip, the default; ``clean``),
 ``answers`` (another answers YAML), ``embed_cache`` (folder persisting embeddings across runs;
 default ``<cache_dir>/speaker_embeddings`` when the harness passes its ``cache_dir``),
@@ -64,6 +68,7 @@ from lalm_eval.models.cascade_parts.answers import DEFAULT_ANSWERS, AnswerBook, 
 from lalm_eval.models.cascade_parts.asr import PocketsphinxASR
 from lalm_eval.models.cascade_parts.enrollment import CALIBRATION_AUGMENTATION, calibrate, enroll, load_enrollment
 from lalm_eval.models.cascade_parts.segmentation import SegmenterConfig
+from lalm_eval.models.cascade_parts.speaker_test import GapTestConfig
 
 log = logging.getLogger(__name__)
 ASR_GAP_S = 0.2  # silence between a speaker's segments when they are transcribed together
@@ -109,6 +114,9 @@ class CascadeAdapter(Adapter):
         median=3,
         threshold=None,
         cluster_threshold=None,
+        split_test: str = "gap",
+        gap_dims=2,
+        gap_refs=100,
         calibration: str = "multi",
         answers: str | None = None,
         embed_cache: str | None = None,
@@ -139,6 +147,15 @@ class CascadeAdapter(Adapter):
             raise ConfigError(f"cascade: invalid segmentation {self.cfg.to_dict()} / min_speech_s={self.min_speech_s}")
         if calibration not in ("multi", "clean"):
             raise ConfigError(f"cascade: calibration={calibration!r}; use 'multi' (clean + augmented) or 'clean'")
+        if split_test not in ("gap", "off"):
+            raise ConfigError(f"cascade: split_test={split_test!r}; use 'gap' (the one-or-two test) or 'off'")
+        self.split_test = (
+            GapTestConfig(dims=int(_float("gap_dims", gap_dims, 2)), n_ref=int(_float("gap_refs", gap_refs, 100)))
+            if split_test == "gap"
+            else None
+        )
+        if self.split_test is not None and (self.split_test.dims < 1 or self.split_test.n_ref < 2):
+            raise ConfigError(f"cascade: invalid split test {self.split_test.to_dict()}")
         self.book = AnswerBook(answers or DEFAULT_ANSWERS)
         n_threads = _float("threads", threads)
         if n_threads is not None:  # process-wide: torch has one intra-op thread pool
@@ -158,7 +175,12 @@ class CascadeAdapter(Adapter):
             raise ConfigError(f"enrollment {self.enrollment_path!r}: no clips found")
         self.enrollment = enroll(clips, self.encoder, self.enrollment_path)
         self.calibration = calibrate(
-            self.enrollment, clips, self.encoder, self.cfg, CALIBRATION_AUGMENTATION if calibration == "multi" else None
+            self.enrollment,
+            clips,
+            self.encoder,
+            self.cfg,
+            CALIBRATION_AUGMENTATION if calibration == "multi" else None,
+            split_test=self.split_test,
         )
         override, cluster_override = _float("threshold", threshold), _float("cluster_threshold", cluster_threshold)
         self.threshold = self.calibration["threshold"] if override is None else override
@@ -189,6 +211,7 @@ class CascadeAdapter(Adapter):
             "calibration_eer": self.calibration["eer"],
             "calibration": self.calibration["conditions"],
             "cluster_threshold": self.cluster_threshold,
+            "split_test": None if self.split_test is None else self.split_test.to_dict(),
             "min_speech_s": self.min_speech_s,
             "window_s": self.cfg.window_s,
             "hop_s": self.cfg.hop_s,
@@ -323,7 +346,15 @@ class CascadeAdapter(Adapter):
         key = audio_hash(audio, AUDIO_SR)
         if key not in self._clusterings:
             self._clusterings.put(
-                key, cluster(self.analysis(audio), AUDIO_SR, self.cluster_threshold, self.min_speech_s, self.cfg.median)
+                key,
+                cluster(
+                    self.analysis(audio),
+                    AUDIO_SR,
+                    self.cluster_threshold,
+                    self.min_speech_s,
+                    self.cfg.median,
+                    self.split_test,
+                ),
             )
         return self._clusterings[key]
 

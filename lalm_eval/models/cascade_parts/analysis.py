@@ -26,6 +26,7 @@ from lalm_eval.models.cascade_parts.segmentation import (
     smooth_scores,
     speech_regions,
 )
+from lalm_eval.models.cascade_parts.speaker_test import GapTestConfig, gap_test
 
 UNKNOWN = -1
 
@@ -73,14 +74,24 @@ class Clustering:
     labels: list[int]  # per window: speaker number, 0, 1, … in order of first appearance
     n_speakers: int  # clusters with at least min_speech_s of speech
     segments: list[Segment]
+    split_test: dict | None = None  # the one-or-two test's figures when it ran
 
 
-def cluster(analysis: AudioAnalysis, sr: int, threshold: float, min_speech_s: float, median: int) -> Clustering:
+def cluster(
+    analysis: AudioAnalysis,
+    sr: int,
+    threshold: float,
+    min_speech_s: float,
+    median: int,
+    split_test: GapTestConfig | None = None,
+) -> Clustering:
     """Speakers of the audio by clustering its window embeddings (no enrollment involved).
 
-    Clusters with less than ``min_speech_s`` of speech are folded into the nearest kept cluster;
-    the windows are then reassigned to the kept clusters' centroids with the same median smoothing
-    as presence decisions, and speakers are numbered in order of first appearance.
+    Clusters with less than ``min_speech_s`` of speech are folded into the nearest kept cluster.
+    When one cluster is left and ``split_test`` is given, the gap test decides one or two
+    speakers (two: its 2-means split, if both halves hold ``min_speech_s``). The windows are then
+    reassigned to the kept clusters' centroids with the same median smoothing as presence
+    decisions, and speakers are numbered in order of first appearance.
     """
     windows, embs = analysis.windows, analysis.embeddings
     if len(windows) == 0:
@@ -95,9 +106,18 @@ def cluster(analysis: AudioAnalysis, sr: int, threshold: float, min_speech_s: fl
         ).fit_predict(embs)
     seconds = seconds_by_label(windows, list(raw), sr)
     kept = [k for k in sorted(seconds) if seconds[k] >= min_speech_s] or [max(seconds, key=seconds.get)]
+    tested = None
+    if len(kept) == 1 and split_test is not None:
+        result = gap_test(embs, split_test)
+        if result is not None:
+            tested = result.to_dict()
+            halves = seconds_by_label(windows, [int(k) for k in result.labels], sr)
+            if result.two and len(halves) == 2 and min(halves.values()) >= min_speech_s:
+                raw, kept = np.asarray(result.labels), [0, 1]
+            tested["kept"] = len(kept)
     centroids = np.stack([embs[raw == k].mean(axis=0) for k in kept])
     centroids /= np.maximum(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-12)
     assigned = smooth_scores(embs @ centroids.T, windows, median).argmax(axis=1)
     order = list(dict.fromkeys(int(k) for k in assigned))  # first appearance
     labels = [order.index(int(k)) for k in assigned]
-    return Clustering(labels, len(order), merge_segments(windows, labels))
+    return Clustering(labels, len(order), merge_segments(windows, labels), tested)

@@ -16,7 +16,9 @@ centroid (different-speaker scores), median-smoothed like test windows; the thre
 equal-error-rate point of those scores. By default every clip also takes part as one augmented
 copy (speed, echo/reverb, noise; multi-condition calibration): clean-only scores separate the
 enrolled voices almost perfectly, and their EER point sits too high for degraded test audio. The window-to-window same/different EER point gives the
-clustering threshold used for counting speakers.
+clustering threshold used for counting speakers. With a ``split_test`` (the gap statistic's
+one-or-two test, :mod:`.speaker_test`), the record also says what that test decides on the
+enrollment voices: each subject's windows alone, and consecutive subjects' windows together.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from lalm_eval.models.cascade_parts.segmentation import (
     smooth_scores,
     speech_regions,
 )
+from lalm_eval.models.cascade_parts.speaker_test import GapTestConfig, enrollment_check
 from lalm_eval.seeding import rng_for
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".opus")
@@ -172,6 +175,7 @@ def calibrate(
     cfg: SegmenterConfig,
     augment: AugmentationConfig | None = None,
     seed: int = 0,
+    split_test: GapTestConfig | None = None,
 ) -> dict:
     """Presence and clustering thresholds from the enrollment clips (leave one clip out).
 
@@ -210,6 +214,7 @@ def calibrate(
     kept = kept[:: max(1, len(kept) // MAX_PAIR_WINDOWS)]
     pair_same, pair_diff = pair_scores(window_embs[kept], window_labels[kept])
     cluster_eer, cluster_threshold = equal_error_rate(pair_same, pair_diff)
+    split = None if split_test is None else enrollment_check(window_embs, window_labels, split_test)
     return {
         "threshold": round(threshold, 6),
         "eer": round(eer, 6),
@@ -221,4 +226,5 @@ def calibrate(
         "n_clips": len(clips),
         "n_subjects": len(enrollment.names),
         "conditions": "clean+augmented" if augment is not None else "clean",
+        "split_test": split,
     }
