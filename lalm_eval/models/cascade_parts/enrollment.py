@@ -18,7 +18,8 @@ copy (speed, echo/reverb, noise; multi-condition calibration): clean-only scores
 enrolled voices almost perfectly, and their EER point sits too high for degraded test audio. The window-to-window same/different EER point gives the
 clustering threshold used for counting speakers. With a ``split_test`` (the gap statistic's
 one-or-two test, :mod:`.speaker_test`), the record also says what that test decides on the
-enrollment voices: each subject's windows alone, and consecutive subjects' windows together.
+enrollment voices (clean clips): each subject's windows alone, and consecutive subjects' windows
+together — a check, not a fit: the test has no parameter set from it.
 """
 
 from __future__ import annotations
@@ -214,7 +215,10 @@ def calibrate(
     kept = kept[:: max(1, len(kept) // MAX_PAIR_WINDOWS)]
     pair_same, pair_diff = pair_scores(window_embs[kept], window_labels[kept])
     cluster_eer, cluster_threshold = equal_error_rate(pair_same, pair_diff)
-    split = None if split_test is None else enrollment_check(window_embs, window_labels, split_test)
+    # the one-or-two test on the clean clips' windows (the first len(clips) variants): pooled with
+    # their augmented copies, one voice in two conditions is two clusters by design
+    n_clean = sum(len(ws) for ws in wins[: len(clips)])
+    split = None if split_test is None else enrollment_check(window_embs[:n_clean], window_labels[:n_clean], split_test)
     return {
         "threshold": round(threshold, 6),
         "eer": round(eer, 6),
