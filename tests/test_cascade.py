@@ -387,3 +387,21 @@ def test_every_builtin_task_declares_a_kind_the_cascade_knows():
             if name.startswith("palm_captioning"):  # the reference kind a caption was scored against
                 breakdown.append("caption_reference")
             assert meta["strategy"] and meta["breakdown"] == breakdown
+
+
+def test_gap_test_one_or_two_is_deterministic():
+    """The one-or-two test: one Gaussian cloud stays one, two separated clouds are two, and
+    the same windows give the same decision and figures (seeded reference)."""
+    from lalm_eval.models.cascade_parts.speaker_test import GapTestConfig, gap_test
+
+    rng = np.random.default_rng(0)
+    centre = rng.standard_normal(256)
+    one = centre + 0.3 * rng.standard_normal((40, 256))
+    other = centre + 2.0 * rng.standard_normal(256) / np.sqrt(256) * 16
+    two = np.concatenate([one[:20], other + 0.3 * rng.standard_normal((20, 256))])
+    cfg = GapTestConfig()
+    r1, r2 = gap_test(one, cfg), gap_test(two, cfg)
+    assert not r1.two and r2.two
+    assert sorted(np.bincount(r2.labels)) == [20, 20] and len(set(r2.labels[:20])) == 1
+    assert gap_test(two, cfg).to_dict() == r2.to_dict()
+    assert gap_test(one[:5], cfg) is None  # too few windows: no test
