@@ -84,7 +84,7 @@ def one_voice(clips: list[np.ndarray], seconds: float = 30.0) -> np.ndarray:
     return np.concatenate(parts)[: int(seconds * 16_000)]
 
 
-def test_the_real_call_has_two_speakers(adapter, call):
+def test_the_real_call_has_two_speakers(call, adapter):
     assert count(adapter, call) == "There are two speakers in the conversation."
     figures = adapter.clustering(call).split_test  # the threshold found one; the gap test two
     assert figures is not None and figures["two"] and figures["kept"] == 2
@@ -93,17 +93,17 @@ def test_the_real_call_has_two_speakers(adapter, call):
 
 
 @pytest.mark.parametrize("name", ["allison", "carlo", "ivrvoice_ru", "june", "menardi"])
-def test_a_real_single_voice_is_one_speaker(adapter, voices, name):
+def test_a_real_single_voice_is_one_speaker(voices, adapter, name):
     assert count(adapter, one_voice(voices[name])) == "There is one speaker in the conversation."
 
 
 @pytest.mark.parametrize("pair", PAIRS, ids="+".join)
-def test_two_real_voices_alternating_are_two_speakers(adapter, voices, pair):
+def test_two_real_voices_alternating_are_two_speakers(voices, adapter, pair):
     audio, _ = alternating_dialogue(voices[pair[0]], voices[pair[1]])
     assert count(adapter, audio) == "There are two speakers in the conversation."
 
 
-def test_the_threshold_alone_merges_the_call(adapter, call):
+def test_the_threshold_alone_merges_the_call(call, adapter):
     """What the gap test is for: the calibrated threshold alone counts the call as one speaker."""
     alone = cluster(adapter.analysis(call), 16_000, adapter.cluster_threshold, adapter.min_speech_s, adapter.cfg.median)
     assert alone.n_speakers == 1 and alone.split_test is None
