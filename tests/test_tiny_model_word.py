@@ -93,8 +93,9 @@ def test_cli_vocab_tasks_builds_trains_and_stops(setup, tmp_path):  # noqa: F811
     assert cli_main(train) == 0
     info = json.loads((out / "train_info.json").read_text())
     assert info["loss_last"] < info["loss_first"]
-    # 4 examples of 4 distinct clips seen once: computed, not reused; the memo is gone afterwards
-    assert info["audio_features_computed"] == 4 and info["audio_features_reused"] == 0
+    # 4 steps over distinct clips (+ the batch the dataloader fetched ahead): computed, none reused;
+    # the memo is gone afterwards
+    assert info["audio_features_computed"] in (4, 5) and info["audio_features_reused"] == 0
     from transformers import AutoProcessor
 
     assert type(AutoProcessor.from_pretrained(out).feature_extractor).__name__ == "WhisperFeatureExtractor"

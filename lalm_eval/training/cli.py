@@ -59,7 +59,7 @@ def parser() -> argparse.ArgumentParser:
         "--freeze",
         default="",
         help="full recipe: comma-separated components kept frozen (audio_tower, projector, language_model; "
-        "ms-swift's full fine-tuning freezes the audio tower and aligner by default)",
+        "as ms-swift's freeze_vit / freeze_aligner)",
     )
     ap.add_argument("--device", default=None)
     ap.add_argument("--cache_dir", default=str(DEFAULT_CACHE))

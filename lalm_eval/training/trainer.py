@@ -8,8 +8,9 @@ What lands in ``output_dir``:
 - ``prompt_tuning``: ``soft_prompts/<subject>.safetensors`` + ``soft_prompts/index.json``:
   ``pretrained=BASE,soft_prompts=OUT``;
 - always ``train_info.json`` (recipe, tasks, examples, seed, filter, base model fingerprint,
-  trainable parameters, seconds, samples/s), ``loss.json`` (step, loss, lr per logging step) and
-  ``loss.png``; checkpoints under ``checkpoints/`` (``--resume_from_checkpoint`` picks the last).
+  trainable parameters, frozen components (``--freeze``), seconds, samples/s, audio features
+  computed / reused by :class:`~lalm_eval.training.data.FeatureMemo`), ``loss.json`` (step,
+  loss, lr per logging step) and ``loss.png``; checkpoints under ``checkpoints/`` (``--resume_from_checkpoint`` picks the last).
 
 bf16 on CUDA (the adapter's dtype; weights as loaded, bf16 autocast), float32 on CPU; optional
 gradient checkpointing; the seed goes to ``transformers.set_seed`` before LoRA / soft prompts are
