@@ -21,20 +21,7 @@ GENERATION_CONFIG_KEYS = (
 #: transformers' GenerationConfig defaults for sampling
 HF_SAMPLING_DEFAULTS = {"temperature": 1.0, "top_p": 1.0, "top_k": 50}
 #: task kwargs (transformers' names; after ``until``/``max_gen_toks`` handling) this adapter maps
-HF_KWARGS = (
-    "max_new_tokens",
-    "min_new_tokens",
-    "do_sample",
-    "temperature",
-    "top_p",
-    "top_k",
-    "min_p",
-    "repetition_penalty",
-    "seed",
-    "num_beams",
-    "num_return_sequences",
-    "use_cache",
-)
+HF_KWARGS = (*GENERATION_CONFIG_KEYS, "seed", "num_beams", "num_return_sequences", "use_cache")
 #: vLLM SamplingParams names accepted as they are
 VLLM_KWARGS = (
     "max_tokens",
