@@ -154,11 +154,8 @@ def _qwen2_audio(out: Path, head_dim: int | None = None, vocab_texts=None, hidde
         tokenizer=tokenizer,
         chat_template=QWEN2_AUDIO_TEMPLATE,
     )
-    text = dict(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2)
-    if hidden_size is not None:
-        text = dict(
-            hidden_size=hidden_size, intermediate_size=2 * hidden_size, num_attention_heads=4, num_key_value_heads=2
-        )
+    width = 64 if hidden_size is None else hidden_size
+    text = dict(hidden_size=width, intermediate_size=2 * width, num_attention_heads=4, num_key_value_heads=2)
     if head_dim is not None:  # 2 query heads of head_dim, 1 KV head (vLLM's CPU attention rejects head dim 16)
         text = dict(
             hidden_size=2 * head_dim, intermediate_size=4 * head_dim, num_attention_heads=2, num_key_value_heads=1
