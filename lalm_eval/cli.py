@@ -394,8 +394,11 @@ def run_subcommand(argv: list[str]) -> int:
 
 
 def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    try:
+    from lalm_eval.cli_support import guard, pop_verbose
+
+    argv, verbose = pop_verbose(argv)
+
+    def dispatch() -> int:
         if argv and argv[0] == "train":
             from lalm_eval.training.cli import main as train_main
 
@@ -411,9 +414,8 @@ def main(argv=None) -> int:
         if argv and argv[0] in SUBCOMMANDS:
             return run_subcommand(argv)
         return run_eval(eval_parser().parse_args(argv))
-    except LalmEvalError as exc:  # anything else is a bug: its traceback is shown
-        print(f"lalm-eval: error: {exc}", file=sys.stderr)
-        return 2
+
+    return guard("lalm-eval", dispatch, verbose)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@ subcommand, text-LLM options and turning project errors into one clear line."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import traceback
 from pathlib import Path
 
 import yaml
@@ -88,12 +90,49 @@ def _push(args) -> int:
     return 0
 
 
+DEBUG_ENV = "LALM_EVAL_DEBUG"
+
+
+def pop_verbose(argv) -> tuple[list[str], bool]:
+    """``argv`` without ``--verbose`` (accepted anywhere on every command line), and whether it or
+    ``LALM_EVAL_DEBUG=1`` asks for tracebacks beside the one-line errors."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    verbose = "--verbose" in argv
+    return [a for a in argv if a != "--verbose"], verbose or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+
+
+def report_error(prog: str, exc: BaseException, verbose: bool = False) -> int:
+    """Print a project error the one way every CLI does, ``<prog>: error: <file or flag>: <what is
+    wrong>; <how to fix>`` (the message supplies all but the prefix), and return exit status 2.
+    The traceback follows only under ``--verbose`` / ``LALM_EVAL_DEBUG=1``."""
+    if verbose:
+        traceback.print_exception(exc, file=sys.stderr)
+    print(f"{prog}: error: {exc}", file=sys.stderr)
+    return 2
+
+
+def guard(prog: str, fn, verbose: bool = False) -> int:
+    """``fn()``; a :class:`LalmEvalError` becomes one line and exit 2 (:func:`report_error`);
+    anything else is a bug: its traceback stays, with a line saying so."""
+    try:
+        return fn()
+    except LalmEvalError as exc:
+        return report_error(prog, exc, verbose)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted; what was written so far is kept (a rerun resumes)", file=sys.stderr)
+        return 130
+    except Exception:
+        print(
+            f"{prog}: internal error (a bug in lalm-eval, not in your input): please report it with the "
+            "traceback below",
+            file=sys.stderr,
+        )
+        raise
+
+
 def run(parser: argparse.ArgumentParser, argv=None) -> int:
     """Parse and dispatch to ``args.func``; project errors (:class:`LalmEvalError`) print one line
-    and exit 2; anything else is a bug and shows its traceback."""
+    and exit 2 (:func:`report_error`); anything else is a bug and shows its traceback."""
+    argv, verbose = pop_verbose(argv)
     args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except LalmEvalError as exc:
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
-        return 2
+    return guard(parser.prog, lambda: args.func(args), verbose)

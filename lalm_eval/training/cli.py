@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-from lalm_eval.errors import LalmEvalError
 
 
 def parser() -> argparse.ArgumentParser:
@@ -71,34 +69,31 @@ def main(argv=None) -> int:
     from lalm_eval.training.trainer import TrainOptions, train
 
     args = parser().parse_args(argv)
-    try:
-        adapter = build_adapter(args.model, args.model_args, args.device, args.cache_dir)
-        opts = TrainOptions(
-            tasks=[t.strip() for t in args.tasks.split(",") if t.strip()],
-            recipe=args.recipe,
-            output_dir=args.output_dir,
-            cache_dir=Path(args.cache_dir),
-            include_path=args.include_path,
-            speakers=args.speakers,
-            setting=args.setting,
-            tokens=args.tokens,
-            max_steps=args.max_steps,
-            epochs=args.epochs,
-            learning_rate=args.learning_rate,
-            batch_size=args.batch_size,
-            grad_accum=args.grad_accum,
-            seed=args.seed,
-            limit=args.limit,
-            gradient_checkpointing=args.gradient_checkpointing,
-            resume=args.resume_from_checkpoint,
-            save_steps=args.save_steps,
-            max_minutes=args.max_minutes,
-            freeze=tuple(c.strip() for c in args.freeze.split(",") if c.strip()),
-        )
-        info = train(adapter, opts)
-    except LalmEvalError as exc:  # anything else is a bug: its traceback is shown
-        print(f"lalm-eval train: error: {exc}", file=sys.stderr)
-        return 2
+    # a LalmEvalError reaches lalm-eval's main, which prints it as one line (exit 2)
+    adapter = build_adapter(args.model, args.model_args, args.device, args.cache_dir)
+    opts = TrainOptions(
+        tasks=[t.strip() for t in args.tasks.split(",") if t.strip()],
+        recipe=args.recipe,
+        output_dir=args.output_dir,
+        cache_dir=Path(args.cache_dir),
+        include_path=args.include_path,
+        speakers=args.speakers,
+        setting=args.setting,
+        tokens=args.tokens,
+        max_steps=args.max_steps,
+        epochs=args.epochs,
+        learning_rate=args.learning_rate,
+        batch_size=args.batch_size,
+        grad_accum=args.grad_accum,
+        seed=args.seed,
+        limit=args.limit,
+        gradient_checkpointing=args.gradient_checkpointing,
+        resume=args.resume_from_checkpoint,
+        save_steps=args.save_steps,
+        max_minutes=args.max_minutes,
+        freeze=tuple(c.strip() for c in args.freeze.split(",") if c.strip()),
+    )
+    info = train(adapter, opts)
     from lalm_eval.parallel import world
 
     if world()[0] == 0:  # under a launcher rank 0 wrote the outputs
