@@ -17,7 +17,6 @@ import json
 from pathlib import Path
 
 
-
 def parser() -> argparse.ArgumentParser:
     from lalm_eval.cli import DEFAULT_CACHE
     from lalm_eval.training.recipes import available_recipes
