@@ -49,11 +49,10 @@ def _build_mcq(args) -> int:
 
     out = args.out or DEFAULT_OUT
     info = build_mcq(out, args.mcq_dir, repo_id=args.repo_id)
-    imp = info["stats"]["mcq_import"]
-    reasons = ", ".join(f"{k}: {v}" for k, v in imp["skipped_by_reason"].items()) or "none"
+    from msu_bench.mcq import describe_import
+
     print(
-        f"wrote {out}: {imp['questions_kept']} questions kept ({imp['scored_by_default']} scored by default, "
-        f"{imp['reverse_questions']} reverse_* excluded), {imp['questions_skipped']} skipped ({reasons}); "
+        f"wrote {out}: {describe_import(info['stats']['mcq_import'])}; "
         f"see {out}/build_info.json; evaluate with lalm-eval --tasks msu_mcq"
     )
     return 0

@@ -1,8 +1,12 @@
 """``msu-bench corpus-info``: what a reader makes of a corpus before anything is built.
 
 Per conversation: language, recording length, the span of its turns, speakers, turns, turns
-without text, and how many segments the build's segment rule (``min_segment_s`` ...) finds,
-or why none; plus every skipped source item with its reason.
+without text, and how many segments the build finds, with the reasons for every window it
+does not use (``no_segment_reasons``); plus every skipped source item with its reason. The
+segments are chosen by the build's own rule (:func:`msu_bench.plan.usable_segments`: the
+language, the audio, the segment rule ``min_segment_s`` ..., the segment's audio decoding to
+finite samples), so what corpus-info counts is what ``msu-bench build`` uses, and whatever the
+build would refuse is flagged here first.
 """
 
 from __future__ import annotations
@@ -10,16 +14,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from lalm_eval.hub.readers import skip_records
-from msu_bench.plan import MsuConfig, _relative
-from msu_bench.segments import SegmentRule, select_segments
+from msu_bench.plan import MsuConfig, _relative, usable_segments
 from msu_bench.types import ReadReport
 
 
 def corpus_statistics(report: ReadReport, cfg: MsuConfig, corpus_dir: str | None = None) -> dict:
-    rule = SegmentRule(cfg.min_segment_s, cfg.max_segment_s, cfg.min_speakers)
     rows = []
     for conv in sorted(report.conversations, key=lambda c: c.id):
-        found, why = select_segments(conv, rule) if conv.audio is not None else ([], ["no readable audio"])
+        found, why = usable_segments(conv, cfg)
         turns = sorted(conv.turns, key=lambda t: t.start)
         rows.append(
             {
@@ -32,7 +34,7 @@ def corpus_statistics(report: ReadReport, cfg: MsuConfig, corpus_dir: str | None
                 "untranscribed": sum(not t.text.strip() for t in turns),
                 "segments": len(found),
                 "segment_seconds": [round(s.duration, 2) for s in found],
-                "no_segment_reasons": [] if found else why,
+                "no_segment_reasons": why,
             }
         )
     return {

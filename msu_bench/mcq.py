@@ -15,6 +15,15 @@ not a letter A-D, a speaker reference or times that cut no clip from the audio, 
 is unknown) is skipped and listed (``McqReport.skipped``: file, question index, reason), and the
 counts go to ``build_info.json`` and the dataset card (:func:`import_summary`).
 
+A question repeated inside one task file (the same question text, options, ``question_type`` and
+``pair``, i.e. the same question about the same audio parts, whatever its answer) is kept once:
+each repeat is a skip ``duplicate question: duplicate of <id>`` (saying so when its answer
+differs). A JSON file that cannot be parsed, or holds no question list, is one skip of the file
+whose questions are not counted (``questions: None``): the summary says how many files that is,
+and ``questions_kept + questions_skipped == questions_read`` (the questions of the files that
+could be read). A ``.json`` under ``QA_<lang>/`` that is not at a task file's place in the layout
+is listed too (``misplaced``), never ignored silently. JSON files may start with a byte-order mark.
+
 Audio parts, as the authors send them: a ``no_index`` question with a ``pair`` gets both clips
 ("Clip 1:", "Clip 2:"); any other ``no_index`` question the target's first segment ``spk_a[0]``
 ("Target speaker snippet:"); at level >= 2 a ``no_index`` question also gets the full audio
@@ -123,7 +132,7 @@ class Skip(NamedTuple):
     file: str  # task JSON, relative to the release root
     question: int | None  # index in the file's question list; None when the whole file was skipped
     reason: str  # "<kind>: <detail>"
-    questions: int = 1  # questions lost (a whole file: its question count, when it could be read)
+    questions: int | None = 1  # questions lost (a whole file: its question count; None: could not be counted)
 
 
 @dataclasses.dataclass
@@ -134,11 +143,17 @@ class McqReport:
     files: dict = dataclasses.field(default_factory=dict)  # (lang, scenario, seg_id, level, task) -> task JSON read
 
     def skip_reasons(self) -> Counter:
-        """Questions lost per skip kind (a skipped file counts its questions)."""
+        """Questions lost per skip kind (a skipped file counts its questions; a file whose questions
+        could not be counted is in :meth:`uncounted_files`, not here)."""
         out: Counter = Counter()
         for s in self.skipped:
-            out[s.reason.split(":")[0]] += s.questions
+            if s.questions is not None:
+                out[s.reason.split(":")[0]] += s.questions
         return out
+
+    def uncounted_files(self) -> Counter:
+        """Skipped files whose questions could not be counted, per skip kind."""
+        return Counter(s.reason.split(":")[0] for s in self.skipped if s.questions is None)
 
 
 class _Bad(Exception):  # a question fails validation; the message is the skip reason
@@ -288,27 +303,36 @@ def read_mcq_release(root, languages=("cn", "en")) -> McqReport:
     """Every question of the release under ``root`` that the authors score; the rest listed with reasons."""
     root = Path(root)
     if not root.is_dir():
-        raise ConfigError(f"{root}: MSU-Benchmark release folder not found")
+        raise ConfigError(
+            f"--mcq-dir: MSU-Benchmark release folder {str(root)!r} not found; give the folder holding bench_cn/ and bench_en/"
+        )
     if set(languages) - set(LANGUAGES):
-        raise ConfigError(f"release languages {list(languages)}: use some of {sorted(LANGUAGES)}")
+        raise ConfigError(f"release languages {list(languages)}: not among {sorted(LANGUAGES)}; use some of them")
     _check_layout(root)
     report, wavs = McqReport(), {}
     for code in languages:
         qa_root = next((p for p in (root / f"bench_{code}" / f"QA_{code}", root / f"QA_{code}") if p.is_dir()), None)
-        for path in sorted(qa_root.glob("*/QA_*/*/level[0-9]/*.json")) if qa_root else []:
+        task_files = sorted(qa_root.glob("*/QA_*/*/level[0-9]/*.json")) if qa_root else []
+        for path in task_files:
             _read_file(root, path, code, wavs, report)
+        placed = set(task_files)
+        for path in sorted(qa_root.rglob("*.json")) if qa_root else []:
+            if path not in placed:
+                report.skipped.append(
+                    Skip(path.relative_to(root).as_posix(), None, f"misplaced: not at {LAYOUT}", None)
+                )
     if not report.files and not report.skipped:
-        raise DataError(root, f"no task JSON at {LAYOUT} (nor the Hub layout {HUB_LAYOUT})")
+        raise DataError(root, f"no task JSON at {LAYOUT} (nor the Hub layout {HUB_LAYOUT}); check --mcq-dir")
     return report
 
 
-def _questions(data) -> tuple[dict, list, str | None]:
-    """(speaker_meta, question items, problem) of a task JSON."""
+def _questions(data) -> tuple[dict, list | None, str | None]:
+    """(speaker_meta, question items, problem) of a task JSON; items None: no question list found."""
     if not isinstance(data, dict):
-        return {}, [], f"no questions: the JSON is a {type(data).__name__}, not an object"
+        return {}, None, f"no questions: the JSON is a {type(data).__name__}, not an object"
     key = next((k for k in QUESTION_KEYS if isinstance(data.get(k), list)), None)
     if key is None:
-        return {}, [], f"no questions: none of {list(QUESTION_KEYS)} is a list"
+        return {}, None, f"no questions: none of {list(QUESTION_KEYS)} is a list"
     items = list(data[key])
     meta = data.get("speaker_meta")
     if items and isinstance(items[0], dict) and "speaker_meta" in items[0] and "question" not in items[0]:
@@ -322,9 +346,9 @@ def _read_file(root: Path, path: Path, code: str, wavs: dict, report: McqReport)
     scenario, length, seg_id, level_dir = path.parts[-5:-1]
     rel, task = path.relative_to(root).as_posix(), task_code(path.stem)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_bytes())  # UTF-8/16/32, with or without a byte-order mark
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return report.skipped.append(Skip(rel, None, f"unreadable JSON: {exc}", 0))
+        return report.skipped.append(Skip(rel, None, f"unreadable JSON: {exc}", None))
     meta, questions, problem = _questions(data)
     key = (code, scenario, seg_id, level_dir, task)
     audio, searched = _find_audio(
@@ -348,20 +372,39 @@ def _read_file(root: Path, path: Path, code: str, wavs: dict, report: McqReport)
         else None
     )
     if reason:
-        return report.skipped.append(Skip(rel, None, reason, len(questions)))
+        return report.skipped.append(Skip(rel, None, reason, None if questions is None else len(questions)))
     report.files[key] = rel
     audio_rel = audio.relative_to(root).as_posix() if audio.is_relative_to(root) else str(audio)
     report.audio_found_by_search += [(rel, audio_rel)] if searched else []  # not where the layout puts it
     level, lang = int(level_dir[5:]), LANGUAGES[code]
+    seen: dict[tuple, tuple[str, str]] = {}  # what makes a question the same -> (id, answer) of its first
     for i, q in enumerate(questions):
         try:
             fields = _question(q, meta, level, lang, duration)
         except _Bad as exc:
             report.skipped.append(Skip(rel, i, str(exc)))
             continue
+        qid = f"{lang}/{scenario}/{seg_id}/level{level}/{task}/{i}"
+        same = (
+            " ".join(fields["question"].split()),
+            tuple(" ".join(o.split()) for o in fields["options"]),
+            fields["question_type"],
+            fields["pair"]["left"],
+            fields["pair"]["right"],
+        )
+        if same in seen:
+            first, answer = seen[same]
+            differs = f" (its answer {fields['answer']} differs from {answer})" if fields["answer"] != answer else ""
+            report.skipped.append(
+                Skip(
+                    rel, i, f"duplicate question: duplicate of {first}: same question, options and audio parts{differs}"
+                )
+            )
+            continue
+        seen[same] = (qid, fields["answer"])
         report.records.append(
             {
-                "id": f"{lang}/{scenario}/{seg_id}/level{level}/{task}/{i}",
+                "id": qid,
                 "language": lang,
                 "scenario": scenario,
                 "length": length[3:],
@@ -379,14 +422,20 @@ def _read_file(root: Path, path: Path, code: str, wavs: dict, report: McqReport)
 
 
 def import_summary(report: McqReport) -> dict:
-    """What the import kept and skipped, for ``build_info.json`` and the card."""
+    """What the import kept and skipped, for ``build_info.json`` and the card:
+    ``questions_kept + questions_skipped == questions_read``; files whose questions could not be
+    counted are ``files_uncounted`` (by kind: ``uncounted_files_by_reason``), never a silent 0."""
     recs = report.records
+    skipped = sum(s.questions for s in report.skipped if s.questions is not None)
     return {
         "task_files_read": len(report.files),
+        "questions_read": len(recs) + skipped,
         "questions_kept": len(recs),
-        "questions_skipped": sum(s.questions for s in report.skipped),
+        "questions_skipped": skipped,
         "files_skipped": sum(s.question is None for s in report.skipped),
+        "files_uncounted": sum(s.questions is None for s in report.skipped),
         "skipped_by_reason": dict(sorted(report.skip_reasons().items())),
+        "uncounted_files_by_reason": dict(sorted(report.uncounted_files().items())),
         "skips": [
             {"file": s.file, "question": s.question, "reason": s.reason, "questions": s.questions}
             for s in report.skipped
@@ -401,3 +450,18 @@ def import_summary(report: McqReport) -> dict:
         "by_task": dict(sorted(Counter(r["task"] for r in recs).items())),
         "by_scheme": dict(sorted(Counter(r["scheme"] for r in recs).items())),
     }
+
+
+def describe_import(summary: dict) -> str:
+    """One line of :func:`import_summary`: kept, skipped by reason, and the files whose questions
+    could not be counted (``"1 file unreadable JSON (its questions not counted)"``)."""
+    reasons = ", ".join(f"{k}: {v}" for k, v in summary["skipped_by_reason"].items()) or "none"
+    uncounted = "".join(
+        f"; {n} file{'s' if n != 1 else ''} {kind} (its questions not counted)"
+        for kind, n in summary.get("uncounted_files_by_reason", {}).items()
+    )
+    return (
+        f"{summary['questions_kept']} questions kept ({summary['scored_by_default']} scored by default, "
+        f"{summary['reverse_questions']} reverse_* excluded), {summary['questions_skipped']} skipped ({reasons}) "
+        f"of {summary['questions_read']} read{uncounted}"
+    )

@@ -1,15 +1,28 @@
 """From conversations to the MSU-Bench question plan: read the corpus, select 60-120 s segments
 with at least two speakers, and ask each segment ``per_segment`` questions by templates
-(and, for corpora without rich annotations, through an LLM when one is given)."""
+(and, for corpora without rich annotations, through an LLM when one is given).
+
+Which segments a build uses is decided once, by :func:`usable_segments`, for ``build`` and
+``corpus-info`` alike: a conversation in a language outside ``languages`` or without readable
+audio gives none, and a segment whose span of the audio does not decode to finite samples (what
+the export would refuse) is rejected with the file and the reason, before any row is written
+(the embedded conversations' renders are not decoded twice: their own tests check them).
+
+Every key of :class:`MsuConfig` is a preset YAML key and a ``--set key=value`` override; values
+are checked against the field's type and range when the config is loaded (``--set seed=abc`` is
+an error naming ``--set seed``; an unknown key names the closest known one).
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import logging
+import math
 from pathlib import Path
 
-from lalm_eval.cli_support import check_keys, load_preset_data
-from lalm_eval.errors import ConfigError
+from lalm_eval.cli_support import load_preset_data
+from lalm_eval.errors import AudioError, ConfigError
 from lalm_eval.hub.readers import skip_records
 from lalm_eval.seeding import rng_for
 from msu_bench.qa.generate import QAItem, generate_segment_qa
@@ -19,6 +32,10 @@ from msu_bench.types import Conversation, ReadReport
 
 log = logging.getLogger(__name__)
 PRESET_DIR = Path(__file__).resolve().parent / "presets"
+
+
+LANGUAGES = ("en", "zh")  # the languages of MSU's templates and inference prompts
+AUDIO_FORMATS = ("flac", "wav", "opus")  # lalm_eval.audio.io.encode_audio's formats a dataset row decodes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,12 +49,23 @@ class MsuConfig:
     audio_format: str = "flac"
 
     @classmethod
-    def from_dict(cls, data: dict, where: str = "msu config") -> MsuConfig:
-        check_keys(cls, data, where)
-        data = {**data, **({"languages": tuple(data["languages"])} if "languages" in data else {})}
-        cfg = cls(**data)
-        if not 0 < cfg.min_segment_s <= cfg.max_segment_s or cfg.min_speakers < 2 or cfg.per_segment < 1:
-            raise ConfigError(f"{where}: need 0 < min_segment_s <= max_segment_s, min_speakers >= 2, per_segment >= 1")
+    def from_dict(cls, data: dict, where: str = "msu config", flags: set[str] = frozenset()) -> MsuConfig:
+        """``data`` checked key by key: ``where`` names a preset file, ``flags`` the keys that came
+        from ``--set`` (their errors name ``--set KEY``)."""
+        known = [f.name for f in dataclasses.fields(cls)]
+        for key in data:
+            if key not in known:
+                close = difflib.get_close_matches(str(key), known, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise ConfigError(f"{_where(key, where, flags)}: unknown key; {hint}known keys: {', '.join(known)}")
+        values = {key: _checked(key, value, _where(key, where, flags)) for key, value in data.items()}
+        cfg = cls(**values)
+        if cfg.min_segment_s > cfg.max_segment_s:
+            keys = [k for k in ("min_segment_s", "max_segment_s") if k in flags] or ["min_segment_s"]
+            raise ConfigError(
+                f"{_where(keys[0], where, flags)}: min_segment_s={cfg.min_segment_s:g} is above "
+                f"max_segment_s={cfg.max_segment_s:g}; set min_segment_s <= max_segment_s"
+            )
         return cfg
 
     def to_dict(self) -> dict:
@@ -46,9 +74,56 @@ class MsuConfig:
         return out
 
 
+def _where(key: str, preset: str, flags) -> str:
+    return f"--set {key}" if key in flags else f"{preset}: key {key!r}"
+
+
+#: the numeric keys: (kind, lowest allowed value, example)
+NUMBERS = {
+    "seed": (int, 0, 3),
+    "per_segment": (int, 1, 10),
+    "min_speakers": (int, 2, 2),
+    "min_segment_s": (float, 0.0, 60),
+    "max_segment_s": (float, 0.0, 120),
+}
+
+
+def _checked(key: str, value, where: str):
+    """``value`` of config key ``key`` in the field's type and range, or a :class:`ConfigError`."""
+
+    def bad(what: str, fix: str):
+        return ConfigError(f"{where}: {value!r} is {what}; {fix}")
+
+    if key in NUMBERS:
+        kind, low, example = NUMBERS[key]
+        number = not isinstance(value, bool) and isinstance(value, (int,) if kind is int else (int, float))
+        if not number or not math.isfinite(value):
+            raise bad("not a whole number" if kind is int else "not a number", f"give e.g. --set {key}={example}")
+        if value < low or (kind is float and value == low):
+            raise bad(f"{'below' if kind is int else 'not above'} {low:g}", f"give e.g. --set {key}={example}")
+        return kind(value)
+    if key == "languages":
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)) or not items or not all(isinstance(x, str) for x in items):
+            raise bad("not a list of languages", "give e.g. --set languages=[en,zh] or --set languages=en")
+        if any(x not in LANGUAGES for x in items):
+            raise bad(
+                f"not among the languages MSU-Bench has templates for ({', '.join(LANGUAGES)})",
+                "give some of them, e.g. --set languages=[en]",
+            )
+        return tuple(items)
+    if key == "audio_format" and value not in AUDIO_FORMATS:
+        raise bad(f"not one of {', '.join(AUDIO_FORMATS)}", "give e.g. --set audio_format=flac")
+    return value
+
+
 def load_preset(name_or_path: str, overrides: dict | None = None) -> MsuConfig:
+    """The preset's config with ``overrides`` (the ``--set`` keys) applied, every value checked."""
     data, path = load_preset_data(name_or_path, PRESET_DIR)
-    return MsuConfig.from_dict({**data, **(overrides or {})}, where=str(path))
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a preset must be a YAML mapping of config keys; see msu_bench/presets/small.yaml")
+    overrides = overrides or {}
+    return MsuConfig.from_dict({**data, **overrides}, where=str(path), flags=set(overrides))
 
 
 def read_corpus(kind: str, corpus_dir: str | None, options: dict) -> ReadReport:
@@ -76,22 +151,15 @@ def make_plan(
     """``llm`` (a :class:`lalm_eval.llm.TextLLM`) fills a segment's remaining questions with tasks
     its annotation cannot answer (generate + filter); without it those questions are not asked."""
     report = read_corpus(corpus, corpus_dir, corpus_options or {})
-    rule = SegmentRule(cfg.min_segment_s, cfg.max_segment_s, cfg.min_speakers)
     segments, rejected = [], []
     for conv in sorted(report.conversations, key=lambda c: c.id):
-        if conv.language not in cfg.languages:
-            rejected.append(f"{conv.id}: language {conv.language!r} is not in languages {list(cfg.languages)}")
-            continue
-        if conv.audio is None:  # the reader counted why (audio missing / unreadable)
-            rejected.append(f"{conv.id}: no readable audio, so no segment")
-            continue
-        found, why = select_segments(conv, rule)
+        found, why = usable_segments(conv, cfg)
         segments += found
         rejected += why
     for reason in rejected:
         log.info("segment skipped: %s", reason)
     if not segments:
-        raise ConfigError(no_segment_message(report, rejected, cfg, corpus, corpus_dir))
+        raise ConfigError(f"{corpus_dir or f'--corpus {corpus}'}: {no_segment_message(report, rejected, cfg)}")
     task_ids = [t.id for t in load_taxonomy().tasks]
     asked: dict[str, int] = {}
     questions, llm_stats = {}, {}
@@ -123,6 +191,38 @@ def make_plan(
     return MsuPlan(cfg, segments, questions, stats)
 
 
+def usable_segments(conv: Conversation, cfg: MsuConfig) -> tuple[list[Conversation], list[str]]:
+    """The segments of ``conv`` a build asks questions about, and why the others are not used
+    (the one rule of ``build`` and ``corpus-info``; module doc)."""
+    if conv.language not in cfg.languages:
+        return [], [f"{conv.id}: language {conv.language!r} is not in languages {list(cfg.languages)}"]
+    if conv.audio is None:  # the reader counted why (audio missing / unreadable)
+        return [], [f"{conv.id}: no readable audio, so no segment"]
+    found, why = select_segments(conv, SegmentRule(cfg.min_segment_s, cfg.max_segment_s, cfg.min_speakers))
+    if conv.source == "embedded":  # the packaged renders: checked by their tests, and Opus decodes slowly
+        return found, why
+    kept = []
+    for seg in found:
+        problem = segment_audio_problem(seg)
+        if problem:
+            why.append(f"{seg.id}: audio refused ({problem})")
+        else:
+            kept.append(seg)
+    return kept, why
+
+
+def segment_audio_problem(seg: Conversation) -> str | None:
+    """Why the export could not encode ``seg``'s span of its audio (the same ranged read as
+    :func:`msu_bench.builder.segment_audio`, without resampling), or None."""
+    from lalm_eval.audio.io import read_audio_span
+
+    try:
+        read_audio_span(seg.audio, seg.offset, seg.duration, target_sr=None)
+    except AudioError as exc:
+        return " ".join(str(exc).replace(";", ",").split())
+    return None
+
+
 def _relative(file: str, corpus_dir: str | None) -> str:
     """``file`` relative to the corpus folder (so cards do not carry the builder's paths)."""
     if corpus_dir:
@@ -133,16 +233,15 @@ def _relative(file: str, corpus_dir: str | None) -> str:
     return str(file)
 
 
-def no_segment_message(
-    report: ReadReport, rejected: list[str], cfg: MsuConfig, corpus: str, corpus_dir: str | None
-) -> str:
-    """Why a build found nothing to ask about: the reasons per conversation and the knobs."""
-    where = f"{corpus} corpus" + (f" at {corpus_dir}" if corpus_dir else "")
-    shown = "; ".join(rejected[:3]) + (f"; ... ({len(rejected) - 3} more)" if len(rejected) > 3 else "")
-    skipped = f"; {report.n_skipped} source item(s) skipped by the reader" if report.n_skipped else ""
+def no_segment_message(report: ReadReport, rejected: list[str], cfg: MsuConfig) -> str:
+    """Why a build found nothing to ask about (the reasons per conversation, joined by " | ") and
+    the knobs; the ``<what>; <fix>`` part of a :class:`DataError` naming the corpus folder."""
+    shown = " | ".join(r.replace(";", ",") for r in rejected[:3])
+    shown += f" | ... ({len(rejected) - 3} more)" if len(rejected) > 3 else ""
+    skipped = f", and {report.n_skipped} source item(s) skipped by the reader" if report.n_skipped else ""
     return (
-        f"no segment to ask questions about in the {len(report.conversations)} conversation(s) of the "
-        f"{where} (segments are {cfg.min_segment_s:g}-{cfg.max_segment_s:g} s with >= {cfg.min_speakers} "
-        f"speakers; change with --set min_segment_s=... / max_segment_s=... / min_speakers=...): "
-        f"{shown or 'no conversation read'}{skipped}"
+        f"no segment to ask questions about in its {len(report.conversations)} conversation(s) "
+        f"(segments are {cfg.min_segment_s:g}-{cfg.max_segment_s:g} s with >= {cfg.min_speakers} speakers): "
+        f"{shown or 'no conversation read'}{skipped}; change the rule with --set min_segment_s=... / "
+        "max_segment_s=... / min_speakers=..., and see msu-bench corpus-info for every conversation and skip"
     )

@@ -57,11 +57,17 @@ def select_segments(conv: Conversation, rule: SegmentRule = SegmentRule()) -> tu
     """Non-overlapping segments of ``conv`` satisfying ``rule``, and why windows were rejected.
 
     When no window qualifies, the reasons say so with the real span: the recording's length,
-    the span of its turns and the longest window that fits under ``max_s``.
-    """
+    the span of its turns and the longest window that fits under ``max_s``; a recording with
+    fewer speakers than ``min_speakers`` says that instead."""
     turns = sorted(conv.turns, key=lambda t: (t.start, t.id))
     if not turns:
         return [], [f"{conv.id}: no turns"]
+    n_speakers = len({t.speaker for t in turns})
+    if n_speakers < rule.min_speakers:  # no window can have more speakers than the whole recording
+        return [], [
+            f"{conv.id}: {n_speakers} speaker(s) in the whole recording, fewer than "
+            f"min_speakers={rule.min_speakers} (MSU-Bench asks about conversations of several speakers)"
+        ]
     cuts = _cut_points(conv)
     ends = [0.0]  # ends[i]: the latest end among turns[:i]
     for t in turns:

@@ -47,9 +47,10 @@ class ScriptedLLM(TextLLM):
 
 @pytest.fixture
 def synthetic_corpus(monkeypatch):
-    # planning reads no audio, but a conversation without any is a reported skip: give it a path
+    # a conversation without audio is a reported skip: give it a path (and no audio check of it)
     conv = dataclasses.replace(conversation(n_turns=20), audio=Path("c.wav"))
     monkeypatch.setattr(plan_module, "read_corpus", lambda kind, d, o: ReadReport([conv]))
+    monkeypatch.setattr(plan_module, "segment_audio_problem", lambda seg: None)
     return conv
 
 

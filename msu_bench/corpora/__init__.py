@@ -21,10 +21,24 @@ missing, ``duration`` is the last turn end, ``audio`` is ``None`` and the skip
 ``Skip(annotation file, "audio missing")`` is counted (an undecodable file likewise, as
 ``(audio file, "audio unreadable (...)")``). A conversation left with no turns is a counted
 skip; a missing corpus folder, or one with nothing usable, raises :class:`DataError` naming it.
+
+Turns are checked here too, whatever the reader: a time that is not a finite number (``nan``,
+``inf``), a negative start or start >= end is a counted skip of that turn (``file:line`` where the
+reader knows it). A turn that starts at or after the end of the audio is dropped, one that runs
+past it (by more than 10 ms) is cut at the end; each is a counted skip saying so, so the
+transcript never describes speech the audio does not hold.
+
+Text files are read by :func:`read_text`: a UTF-8 / UTF-16 / UTF-32 byte-order mark picks its
+encoding and is dropped (never left in a text); otherwise ``encoding`` (the readers' option
+``encoding``, default ``utf-8``). A file that does not decode is a counted skip naming the
+option that reads it (``--corpus-option encoding=gbk`` for the GBK files Chinese corpora often
+ship). ``language`` must be one MSU's templates exist in (``en``, ``zh``).
 """
 
 from __future__ import annotations
 
+import codecs
+import math
 import re
 from pathlib import Path
 
@@ -59,11 +73,21 @@ def read_embedded(corpus_dir=None) -> ReadReport:
 #: ``[noise]``, ``[laughs]``, ``[inaudible 0:00:42.15]``, ``[*]``, ``[+]``, ``[MUSIC]``, ...
 TAG = re.compile(r"\[[^\]]*\]")
 GENDERS = {"f": "female", "female": "female", "女": "female", "m": "male", "male": "male", "男": "male"}
+LANGUAGES = ("en", "zh")  # the languages MSU's templates and inference prompts exist in
+#: byte-order marks, longest first (a UTF-32-LE mark starts like a UTF-16-LE one)
+BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+END_TOLERANCE_S = 0.01  # a turn may end this much past the audio (rounding of the annotation)
 
 
 def strip_tags(text: str) -> str:
-    """Remove bracketed event tags and collapse whitespace."""
-    return " ".join(TAG.sub(" ", text).split())
+    """Remove bracketed event tags (and any stray byte-order mark) and collapse whitespace."""
+    return " ".join(TAG.sub(" ", text.replace("\ufeff", "")).split())
 
 
 def normalize_gender(value) -> str | None:
@@ -71,27 +95,122 @@ def normalize_gender(value) -> str | None:
     return GENDERS.get(str(value).strip().lower()) if value is not None else None
 
 
+def read_text(path, encoding: str = "utf-8") -> str:
+    """The text of a corpus file without its byte-order mark: a UTF-8/16/32 BOM picks that
+    encoding, else ``encoding``. Raises ``OSError`` / ``UnicodeDecodeError``."""
+    raw = Path(path).read_bytes()
+    for bom, name in BOMS:
+        if raw.startswith(bom):
+            return raw[len(bom) :].decode(name)
+    return raw.decode(encoding)
+
+
+def unreadable(what: str, exc: Exception, encoding: str = "utf-8") -> str:
+    """The skip reason of a text file that could not be read; a decoding error names the option
+    that reads the file (``--corpus-option encoding=gbk`` for GBK, the usual culprit)."""
+    if isinstance(exc, UnicodeDecodeError):
+        hint = (
+            "if it is GBK-encoded (common in Chinese corpora), read it with --corpus-option encoding=gbk"
+            if codecs.lookup(encoding).name != "gbk"
+            else "give its encoding with --corpus-option encoding=NAME"
+        )
+        return f"unreadable {what}: not {encoding} text ({exc.reason} at byte {exc.start}); {hint}"
+    return f"unreadable {what} ({type(exc).__name__}: {exc})"
+
+
+def check_encoding(encoding) -> str:
+    """``encoding`` if Python has a codec of that name, else a :class:`ConfigError`."""
+    try:
+        codecs.lookup(str(encoding))
+    except LookupError:
+        raise ConfigError(
+            f"--corpus-option encoding: {encoding!r} is not a text encoding Python knows; "
+            "use a codec name such as utf-8, gbk or gb18030"
+        ) from None
+    return str(encoding)
+
+
+def check_language(language, corpus: str) -> str:
+    """``language`` if MSU-Bench has templates for it (en, zh), else a :class:`ConfigError`."""
+    if language not in LANGUAGES:
+        raise ConfigError(
+            f"--corpus-option language: the {corpus} reader got {language!r}, but MSU-Bench's templates and "
+            f"inference prompts exist in {', '.join(LANGUAGES)} only; give --corpus-option language=en or language=zh"
+        )
+    return language
+
+
 def require_dir(path, corpus: str) -> Path:
     root = Path(require_corpus_dir(corpus.lower(), path)).expanduser().resolve()
     if not root.is_dir():
-        raise DataError(root, f"{corpus} folder not found")
+        raise DataError(root, f"{corpus} folder not found; check --corpus-dir")
     return root
 
 
 def check_option(name: str, value, allowed) -> None:
     if value not in allowed:
-        raise ConfigError(f"{name}={value!r} is not one of {', '.join(map(repr, allowed))}")
+        raise ConfigError(
+            f"--corpus-option {name}: {value!r} is not one of {', '.join(map(repr, allowed))}; "
+            f"give e.g. --corpus-option {name}={allowed[0]}"
+        )
 
 
 def require_some(conversations: list, root: Path, corpus: str, what: str, skipped: list[Skip] | None = None) -> None:
     """Raise :class:`DataError` when nothing was read, quoting the first skips (file: reason)."""
     if not conversations:
-        why = "; ".join(f"{f}: {r}" for f, r in (skipped or [])[:3])
+        why = " | ".join(f"{f}: {r}" for f, r in (skipped or [])[:3])
         more = f" (+{len(skipped) - 3} more)" if skipped and len(skipped) > 3 else ""
         raise DataError(
             root,
-            f"no usable {corpus} conversations found (expected {what})" + (f"; skipped: {why}{more}" if why else ""),
+            f"no usable {corpus} conversations found (expected {what}); "
+            + (f"fix the skipped files, skipped: {why}{more}" if why else "put the corpus in that layout"),
         )
+
+
+def _checked_turns(turns, annotation, skipped: list[Skip]) -> list[tuple]:
+    """``(speaker, start, end, text)`` of the turns whose times are usable; the rest counted."""
+    out = []
+    for spk, s, e, text, *where in turns:
+        item = where[0] if where else str(annotation)
+        try:
+            s, e = float(s), float(e)
+        except (TypeError, ValueError):
+            skipped.append(Skip(item, f"turn of {spk}: time {s!r}-{e!r} is not a number"))
+            continue
+        if not (math.isfinite(s) and math.isfinite(e)):
+            skipped.append(Skip(item, f"turn of {spk}: time {s}-{e} is not a finite number"))
+        elif s < 0:
+            skipped.append(Skip(item, f"turn of {spk}: start {s} is negative"))
+        elif s >= e:
+            skipped.append(Skip(item, f"turn of {spk}: start {s} >= end {e}"))
+        else:
+            out.append((spk, round(s, 6), round(e, 6), text.replace("\ufeff", ""), item))
+    return out
+
+
+def _fit_to_audio(raw, duration: float, audio, skipped: list[Skip]) -> list[tuple]:
+    """Drop the turns that start at or after the end of the audio, cut those that run past it."""
+    name, out = Path(audio).name, []
+    for spk, s, e, text, item in raw:
+        if s >= duration - END_TOLERANCE_S:
+            skipped.append(
+                Skip(
+                    item,
+                    f"turn of {spk} {s:.3f}-{e:.3f} s starts after the end of the audio ({name}, {duration:.3f} s)",
+                )
+            )
+        elif e > duration + END_TOLERANCE_S:
+            skipped.append(
+                Skip(
+                    item,
+                    f"turn of {spk} {s:.3f}-{e:.3f} s runs past the end of the audio ({name}, {duration:.3f} s): "
+                    f"cut at {duration:.3f} s",
+                )
+            )
+            out.append((spk, s, round(duration, 6), text, item))
+        else:
+            out.append((spk, s, min(e, round(duration, 6)), text, item))
+    return out
 
 
 def make_conversation(
@@ -106,31 +225,35 @@ def make_conversation(
     skipped: list[Skip],
     meta: dict | None = None,
 ) -> Conversation | None:
-    """Build one conversation from raw ``(speaker, start, end, text)`` turns.
+    """Build one conversation from raw ``(speaker, start, end, text[, where])`` turns (``where``:
+    the item a skip of that turn names, e.g. ``file:line``; default ``annotation``).
 
     ``annotation`` is the file skips are reported against; ``audio`` may be ``None`` or a path
     that does not exist (then the skip ``"audio missing"`` is counted). Returns ``None`` (and
-    counts a skip) when no turn is left.
+    counts a skip) when no turn is left. Turns are checked and fitted to the audio (module doc).
     """
-    raw = [(spk, round(float(s), 6), round(float(e), 6), text) for spk, s, e, text in turns]
-    raw.sort(key=lambda t: (t[1], t[2], t[0], t[3]))
-    if not raw:
-        skipped.append(Skip(str(annotation), "no usable turns"))
-        return None
-    kept = [
-        Turn(id=f"{cid}-t{i:04d}", speaker=spk, text=text, start=s, end=e) for i, (spk, s, e, text) in enumerate(raw, 1)
-    ]
-    order = list(dict.fromkeys(t.speaker for t in kept))
-    infos = {spk: speakers.get(spk) or SpeakerInfo(id=spk, language=language) for spk in order}
-    duration, rate, path = max(t.end for t in kept), 16_000, None
+    raw = _checked_turns(turns, annotation, skipped)
+    duration, rate, path = (max(t[2] for t in raw) if raw else 0.0), 16_000, None
     if audio is not None and Path(audio).is_file():
         try:
             info = sf.info(str(audio))
             duration, rate, path = float(info.duration), int(info.samplerate), Path(audio).resolve()
         except (sf.LibsndfileError, RuntimeError) as exc:
             skipped.append(Skip(str(audio), f"audio unreadable ({exc})"))
-    else:
+    elif raw:
         skipped.append(Skip(str(annotation), "audio missing"))
+    if path is not None:
+        raw = _fit_to_audio(raw, duration, audio, skipped)
+    raw.sort(key=lambda t: (t[1], t[2], t[0], t[3]))
+    if not raw:
+        skipped.append(Skip(str(annotation), "no usable turns"))
+        return None
+    kept = [
+        Turn(id=f"{cid}-t{i:04d}", speaker=spk, text=text, start=s, end=e)
+        for i, (spk, s, e, text, _) in enumerate(raw, 1)
+    ]
+    order = list(dict.fromkeys(t.speaker for t in kept))
+    infos = {spk: speakers.get(spk) or SpeakerInfo(id=spk, language=language) for spk in order}
     return Conversation(
         id=cid,
         language=language,

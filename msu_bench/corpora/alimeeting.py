@@ -20,15 +20,21 @@ Speaker ids are the corpus ids (``SPK1953``), global across sessions; gender F/M
 female/male. Conversation ids are ``alimeeting-<session>``; ``meta`` holds split, mic, session.
 
 TextGrids are parsed with praatio (``praatio.utilities.textgrid_io.parseTextgridStr``: long,
-short and JSON forms; UTF-8, or UTF-16 with a BOM). Its raw tier entries are used, not
-praatio's validated ``Textgrid`` object, so that one bad interval costs only itself: intervals
-with empty marks are dropped; within one tier an interval with start >= end, or one that starts
-before the previous kept interval ends, is skipped and counted. An unreadable TextGrid, or a
-near file name without ``_<F|M>_<speaker>``, is a counted skip of that file.
+short and JSON forms; UTF-8, UTF-16 or UTF-32 with a BOM, else the ``encoding`` option: real
+AliMeeting TextGrids are UTF-8, but re-saved copies are often GBK, so ``encoding=gbk`` reads
+those, and a file that does not decode is a counted skip naming that option). Its raw tier
+entries are used, not praatio's validated ``Textgrid`` object, so that one bad interval costs
+only itself: intervals with empty marks are dropped (silence, not a skip); within one tier an
+interval whose times are not finite numbers, one with start >= end, or one that starts before
+the previous kept interval ends, is skipped and counted. An unreadable TextGrid, or a near file
+name without ``_<F|M>_<speaker>``, is a counted skip of that file; so is a near TextGrid whose
+headset wav is missing (its speaker's turns are kept, without a ``near_audio`` entry). Turns past
+the end of the audio are cut and counted (:func:`msu_bench.corpora.make_conversation`).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -39,7 +45,17 @@ from praatio.utilities.textgrid_io import parseTextgridStr
 
 from lalm_eval.errors import DataError
 from lalm_eval.hub.readers import Skip
-from msu_bench.corpora import check_option, make_conversation, normalize_gender, require_dir, require_some
+from msu_bench.corpora import (
+    check_encoding,
+    check_language,
+    check_option,
+    make_conversation,
+    normalize_gender,
+    read_text,
+    require_dir,
+    require_some,
+    unreadable,
+)
 from msu_bench.types import ReadReport, SpeakerInfo
 
 SPLITS = ("train", "eval", "test")
@@ -49,34 +65,39 @@ NEAR_STEM = re.compile(r"^(?P<session>.+?)_(?P<gender>[FM])_(?P<speaker>SPK\w+)$
 PARSE_ERRORS = (OSError, UnicodeError, ValueError, IndexError, KeyError, TypeError, PraatioException)
 
 
-def prepare_alimeeting(corpus_dir, split: str | None = None, mic: str = "far", language: str = "zh") -> ReadReport:
+def prepare_alimeeting(
+    corpus_dir, split: str | None = None, mic: str = "far", language: str = "zh", encoding: str = "utf-8"
+) -> ReadReport:
     """Read AliMeeting sessions of ``split`` (``train``/``eval``/``test``; all found when None)
     recorded by ``mic`` (``far`` or ``near``) into conversations."""
     check_option("mic", mic, MICS)
     if split is not None:
-        check_option("split", split.lower(), SPLITS)
+        split = str(split).lower()
+        check_option("split", split, SPLITS)
+    check_language(language, "alimeeting")
+    encoding = check_encoding(encoding)
     root = require_dir(corpus_dir, "AliMeeting")
     conversations, skipped = [], []
-    for part, folder in _split_dirs(root, split and split.lower(), mic):
+    for part, folder in _split_dirs(root, split, mic):
         grids = sorted((folder / "textgrid_dir").rglob("*.TextGrid"))
         audio_dir = folder / "audio_dir"
         sessions = _far_sessions(grids) if mic == "far" else _near_sessions(grids, skipped)
         for session, files in sessions.items():
-            conv = _read_session(session, files, audio_dir, part, mic, language, skipped)
+            conv = _read_session(session, files, audio_dir, part, mic, language, skipped, encoding)
             if conv is not None:
                 conversations.append(conv)
-    require_some(conversations, root, "AliMeeting", f"{{Train,Eval,Test}}_Ali_{mic}/textgrid_dir/*.TextGrid")
+    require_some(
+        conversations, root, "AliMeeting", f"{{Train,Eval,Test}}_Ali_{mic}/textgrid_dir/*.TextGrid", skipped=skipped
+    )
     return ReadReport(conversations, skips=skipped)
 
 
-def read_textgrid(path) -> list[tuple[str, list[tuple[float, float, str]]]]:
+def read_textgrid(path, encoding: str = "utf-8") -> list[tuple[str, list[tuple[float, float, str]]]]:
     """``(tier name, [(start, end, mark), ...])`` per interval tier, empty marks dropped.
 
     Raises praatio's or Python's parse errors (see ``PARSE_ERRORS``) on an unreadable file.
     """
-    raw = Path(path).read_bytes()
-    text = raw.decode("utf-16") if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else raw.decode("utf-8-sig")
-    grid = parseTextgridStr(text, includeEmptyIntervals=False)
+    grid = parseTextgridStr(read_text(path, encoding), includeEmptyIntervals=False)
     return [
         (tier["name"], [(float(s), float(e), str(m).strip()) for s, e, m in tier["entries"] if str(m).strip()])
         for tier in grid["tiers"]
@@ -95,7 +116,11 @@ def _split_dirs(root: Path, split: str | None, mic: str) -> list[tuple[str, Path
         if folder is not None:
             found.append((name, folder))
         elif split is not None:
-            raise DataError(candidates[-1], "AliMeeting split folder not found")
+            raise DataError(
+                candidates[-1],
+                f"AliMeeting split folder not found (nor {candidates[0]}); "
+                "check --corpus-dir, or leave out --corpus-option split to read every split found",
+            )
     return found
 
 
@@ -114,24 +139,38 @@ def _near_sessions(grids: list[Path], skipped: list) -> dict[str, list]:
     return dict(sessions)
 
 
-def _read_session(session: str, files, audio_dir: Path, part: str, mic: str, language: str, skipped: list):
+def _read_session(
+    session: str, files, audio_dir: Path, part: str, mic: str, language: str, skipped: list, encoding: str = "utf-8"
+):
     turns, speakers, near_audio, readable = [], {}, {}, 0
     for grid, file_speaker, file_gender in files:
         try:
-            tiers = read_textgrid(grid)
+            tiers = read_textgrid(grid, encoding)
         except PARSE_ERRORS as exc:
-            skipped.append(Skip(str(grid), f"unreadable TextGrid ({type(exc).__name__}: {exc})"))
+            skipped.append(Skip(str(grid), unreadable("TextGrid", exc, encoding)))
             continue
         readable += 1
-        if file_speaker is not None and (audio_dir / f"{grid.stem}.wav").is_file():
-            near_audio[file_speaker] = audio_dir / f"{grid.stem}.wav"
+        if file_speaker is not None:
+            if (audio_dir / f"{grid.stem}.wav").is_file():
+                near_audio[file_speaker] = audio_dir / f"{grid.stem}.wav"
+            else:
+                skipped.append(
+                    Skip(
+                        str(grid),
+                        f"headset audio {grid.stem}.wav missing from audio_dir: speaker {file_speaker} has no "
+                        "near_audio entry (their turns are kept)",
+                    )
+                )
         for name, intervals in tiers:
             speaker, gender = file_speaker, file_gender
             if speaker is None:
                 match = SPEAKER.search(name)
                 speaker, gender = (match["speaker"], match["gender"]) if match else (name, None)
             speakers.setdefault(speaker, SpeakerInfo(id=speaker, gender=normalize_gender(gender), language=language))
-            turns += [(speaker, s, e, mark) for s, e, mark in _clean_tier(grid, name, intervals, skipped)]
+            turns += [
+                (speaker, s, e, mark, f"{grid} tier {name!r}")
+                for s, e, mark in _clean_tier(grid, name, intervals, skipped)
+            ]
     if not readable:
         return None  # every TextGrid of the session was unreadable: already counted
     meta = {"split": part, "mic": mic, "session": session}
@@ -161,9 +200,14 @@ def _read_session(session: str, files, audio_dir: Path, part: str, mic: str, lan
 
 
 def _clean_tier(grid: Path, name: str, intervals, skipped: list) -> list[tuple[float, float, str]]:
-    """Drop (and count) intervals with start >= end or overlapping the previous kept one."""
+    """Drop (and count) intervals with times that are not finite numbers, start >= end, or
+    overlapping the previous kept one."""
     kept, last_end = [], float("-inf")
-    for start, end, mark in sorted(intervals):
+    for start, end, _mark in intervals:
+        if not (math.isfinite(start) and math.isfinite(end)):
+            skipped.append(Skip(str(grid), f"tier {name!r}: interval {start}-{end} has a time that is not a number"))
+    finite = [iv for iv in intervals if math.isfinite(iv[0]) and math.isfinite(iv[1])]
+    for start, end, mark in sorted(finite):
         if end <= start:
             skipped.append(Skip(str(grid), f"tier {name!r}: interval {start:.3f}-{end:.3f} has start >= end"))
         elif start < last_end:

@@ -12,7 +12,13 @@ Each TXT line is tab-separated: ``[start,end]`` (seconds), speaker id, a speaker
 (RAMC: ``女,普通话`` = gender, dialect), text. Lines whose text is empty or only bracketed marks
 (``[*]``, ``[+]``, ``[++]``, ``[SONANT]``, ``[MUSIC]``, ``[LAUGHTER]``) are noise marks, dropped
 uncounted; bracketed marks inside a text are stripped. A line without ``[start,end]``, speaker
-and speaker field, or with start >= end, is a counted skip (file:line).
+and speaker field, or with start >= end, is a counted skip (file:line); so is a ``SPKINFO.txt``
+row without ``CHANNEL``, ``SPEAKER_ID`` and ``GENDER``. Turns past the end of the audio are cut
+and counted (:func:`msu_bench.corpora.make_conversation`).
+
+Text files are UTF-8 (a byte-order mark is dropped) unless ``encoding`` says otherwise: Chinese
+MagicData copies are often GBK, read with ``--corpus-option encoding=gbk``; a file that does not
+decode is a counted skip saying so.
 
 Gender comes from the speaker field's first item (``女``/``F``/``female`` -> female,
 ``男``/``M``/``male`` -> male), else from ``SPKINFO.txt``; the field's second item, if any, goes to
@@ -26,32 +32,44 @@ import re
 from pathlib import Path
 
 from lalm_eval.hub.readers import Skip
-from msu_bench.corpora import make_conversation, normalize_gender, require_dir, require_some, strip_tags
+from msu_bench.corpora import (
+    check_encoding,
+    check_language,
+    make_conversation,
+    normalize_gender,
+    read_text,
+    require_dir,
+    require_some,
+    strip_tags,
+    unreadable,
+)
 from msu_bench.types import ReadReport, SpeakerInfo
 
 SPAN = re.compile(r"^\[\s*(\d+(?:\.\d*)?)\s*,\s*(\d+(?:\.\d*)?)\s*\]$")
 
 
-def prepare_magicdata(corpus_dir, language: str = "zh") -> ReadReport:
+def prepare_magicdata(corpus_dir, language: str = "zh", encoding: str = "utf-8") -> ReadReport:
     """Read every ``TXT/*.txt`` conversation (with its ``WAV/*.wav``) under ``corpus_dir``."""
+    check_language(language, "magicdata")
+    encoding = check_encoding(encoding)
     root = require_dir(corpus_dir, "MagicData")
     txt_dirs = [root / "TXT"] if (root / "TXT").is_dir() else sorted(root.glob("*/TXT"))
     conversations, skipped = [], []
     for txt_dir in txt_dirs:
-        info = _read_spkinfo(txt_dir.parent / "SPKINFO.txt", skipped)
+        info = _read_spkinfo(txt_dir.parent / "SPKINFO.txt", skipped, encoding)
         for path in sorted(txt_dir.glob("*.txt")):
-            conv = _read_conversation(path, txt_dir.parent / "WAV", info, language, skipped)
+            conv = _read_conversation(path, txt_dir.parent / "WAV", info, language, skipped, encoding)
             if conv is not None:
                 conversations.append(conv)
-    require_some(conversations, root, "MagicData", "TXT/<conversation>.txt + WAV/<conversation>.wav")
+    require_some(conversations, root, "MagicData", "TXT/<conversation>.txt + WAV/<conversation>.wav", skipped=skipped)
     return ReadReport(conversations, skips=skipped)
 
 
-def _read_conversation(path: Path, wav_dir: Path, info: dict, language: str, skipped: list):
+def _read_conversation(path: Path, wav_dir: Path, info: dict, language: str, skipped: list, encoding: str = "utf-8"):
     try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
+        lines = read_text(path, encoding).splitlines()
     except (OSError, UnicodeError) as exc:
-        skipped.append(Skip(str(path), f"unreadable transcript ({exc})"))
+        skipped.append(Skip(str(path), unreadable("transcript", exc, encoding)))
         return None
     turns, speakers = [], {}
     for number, line in enumerate(lines, 1):
@@ -70,7 +88,7 @@ def _read_conversation(path: Path, wav_dir: Path, info: dict, language: str, ski
             skipped.append(Skip(f"{path}:{number}", f"start {start:.3f} >= end {end:.3f}"))
             continue
         speaker = fields[1]
-        turns.append((speaker, start, end, text))
+        turns.append((speaker, start, end, text, f"{path}:{number}"))
         if speaker not in speakers:
             speakers[speaker] = _speaker(speaker, fields[2], info.get(speaker, {}), language)
     return make_conversation(
@@ -97,18 +115,22 @@ def _speaker(speaker: str, field: str, info: dict, language: str) -> SpeakerInfo
     )
 
 
-def _read_spkinfo(path: Path, skipped: list) -> dict[str, dict]:
+def _read_spkinfo(path: Path, skipped: list, encoding: str = "utf-8") -> dict[str, dict]:
     """``SPKINFO.txt`` (RAMC): ``CHANNEL SPEAKER_ID GENDER AGE REGION,CITY DEVICE``, tab-separated."""
     if not path.is_file():
         return {}
     try:
-        rows = [line.split("\t") for line in path.read_text(encoding="utf-8-sig").splitlines()]
+        rows = [line.split("\t") for line in read_text(path, encoding).splitlines()]
     except (OSError, UnicodeError) as exc:
-        skipped.append(Skip(str(path), f"unreadable speaker info ({exc})"))
+        skipped.append(Skip(str(path), unreadable("speaker info", exc, encoding)))
         return {}
     info = {}
-    for row in rows[1:]:  # header line first
+    for number, row in enumerate(rows[1:], 2):  # header line first
         row = [c.strip() for c in row]
+        if not any(row):
+            continue
         if len(row) >= 3 and row[1]:
             info[row[1]] = {"gender": row[2], "region": row[4] if len(row) > 4 and row[4] else None}
+        else:
+            skipped.append(Skip(f"{path}:{number}", "expected CHANNEL<TAB>SPEAKER_ID<TAB>GENDER<TAB>AGE<TAB>REGION..."))
     return info

@@ -7,8 +7,12 @@ public layout, so they (and any user corpus) are read in this form::
               /**/<name>.csv    or a CSV with a header row: start,end,speaker,text
 
 RTTM lines of other types (``SPKR-INFO``, ...), comments and blank lines are ignored; the
-``<file>`` field is not checked (one recording per RTTM). A SPEAKER line with too few fields, an
-unparsable number or a duration <= 0 is a counted skip (file:line).
+``<file>`` field is not checked (one recording per RTTM). A SPEAKER line with too few fields, a
+start or duration that is not a finite number (``nan``, ``inf``), a negative start or a duration
+<= 0 is a counted skip (file:line); so is a line repeating an earlier one (same speaker, start
+and duration: "duplicate of line N"). A segment running past the end of the audio is cut there
+and counted (:func:`msu_bench.corpora.make_conversation`). Transcript rows whose times are not
+finite numbers with start < end are counted skips too.
 
 Matching rule: the RTTM segments are the turns (their times and speaker labels are kept; the
 transcript must use the same speaker labels). Each transcript turn goes to the RTTM segment of
@@ -30,25 +34,36 @@ overlap first; the mapping used is kept in ``meta["speaker_map"]`` and
 
 Conversation ids are ``<source>-<name>`` (``<name>`` is the path under ``corpus_dir`` without
 suffix, ``/`` -> ``-``); ``language`` must be given (it cannot be known from these files).
+Text files are UTF-8 unless ``encoding`` says otherwise (a byte-order mark always wins).
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
 import logging
+import math
 from pathlib import Path
 
 import yaml
 
 from lalm_eval.errors import ConfigError, DataError
 from lalm_eval.hub.readers import Skip
-from msu_bench.corpora import make_conversation, require_dir, require_some
+from msu_bench.corpora import (
+    LANGUAGES,
+    check_encoding,
+    check_language,
+    make_conversation,
+    read_text,
+    require_dir,
+    require_some,
+    unreadable,
+)
 from msu_bench.types import ReadReport
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".opus")
-LANGUAGES = ("en", "zh")  # the languages MSU's templates and inference prompts exist in
 log = logging.getLogger(__name__)
 
 
@@ -66,21 +81,27 @@ class RttmReport(ReadReport):
 
 
 def prepare_rttm(
-    corpus_dir, language: str | None = None, source: str = "rttm", speaker_map: str | None = None
+    corpus_dir,
+    language: str | None = None,
+    source: str = "rttm",
+    speaker_map: str | None = None,
+    encoding: str = "utf-8",
 ) -> RttmReport:
     """Read every ``<name>.rttm`` under ``corpus_dir`` with its audio and transcript."""
     root = require_dir(corpus_dir, "RTTM")
-    if language not in LANGUAGES:
+    if language is None:
         raise ConfigError(
-            f"the rttm reader needs the recordings' language, one of {', '.join(LANGUAGES)} "
-            f"(got {language!r}): --corpus-option language=en"
+            "--corpus-option language: the rttm reader needs the recordings' language, which these files "
+            f"do not say; add --corpus-option language=en (or one of {', '.join(LANGUAGES)})"
         )
+    check_language(language, "rttm")
+    encoding = check_encoding(encoding)
     fixed = _load_speaker_map(speaker_map, root) if speaker_map not in (None, "overlap") else None
     report = RttmReport([])
     for rttm in sorted(root.rglob("*.rttm")):
         name = rttm.relative_to(root).with_suffix("").as_posix().replace("/", "-")
-        segments = _read_rttm(rttm, report.skips)
-        transcript = _read_transcript(rttm, report.skips)
+        segments = _read_rttm(rttm, report.skips, encoding)
+        transcript = _read_transcript(rttm, report.skips, encoding)
         mapping = _overlap_map(segments, transcript) if speaker_map == "overlap" else fixed
         if mapping:
             transcript = [(mapping.get(spk, spk), *rest) for spk, *rest in transcript]
@@ -93,8 +114,8 @@ def prepare_rttm(
             continue
         texts = _assign(segments, transcript, report.skips, language)
         turns, missing = [], 0
-        for i, (speaker, start, end) in enumerate(segments):
-            turns.append((speaker, start, end, texts.get(i, "")))
+        for i, (speaker, start, end, where) in enumerate(segments):
+            turns.append((speaker, start, end, texts.get(i, ""), where))
             if i not in texts:
                 missing += 1
                 report.untranscribed.append((str(rttm), f"{speaker} {start:.3f}-{end:.3f}"))
@@ -128,15 +149,21 @@ def _load_speaker_map(value, root: Path) -> dict[str, str]:
         path = root / path
     if not path.is_file():
         raise ConfigError(
-            f"speaker_map={value!r}: no such file (expected a YAML mapping "
-            "'transcript label: RTTM label', or speaker_map=overlap)"
+            f"--corpus-option speaker_map: no such file {str(value)!r}; give a YAML file of "
+            "'transcript label: RTTM label' lines (a relative path is looked up in --corpus-dir first), "
+            "or speaker_map=overlap"
         )
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = yaml.safe_load(read_text(path))
     except (OSError, UnicodeError, yaml.YAMLError) as exc:
-        raise DataError(path, f"cannot read speaker map ({exc})") from None
+        what = " ".join(str(exc).replace(";", ",").split())
+        raise DataError(
+            path, f"cannot read the speaker map ({what}); write it as UTF-8 YAML, e.g. 'Alice: spk0'"
+        ) from None
     if not isinstance(doc, dict) or not doc or any(isinstance(v, (dict, list)) or v is None for v in doc.values()):
-        raise DataError(path, "must map each transcript speaker label to an RTTM label, e.g. 'Alice: spk0'")
+        raise DataError(
+            path, "must map each transcript speaker label to an RTTM label; write lines such as 'Alice: spk0'"
+        )
     return {str(k): str(v) for k, v in doc.items()}
 
 
@@ -144,7 +171,7 @@ def _overlap_map(segments, transcript) -> dict[str, str]:
     """Transcript label -> the RTTM label it overlaps longest (one to one, largest overlap first)."""
     overlap: dict[tuple[str, str], float] = {}
     for spk, start, end, _text, _where in transcript:
-        for seg_spk, seg_start, seg_end in segments:
+        for seg_spk, seg_start, seg_end, _line in segments:
             shared = min(end, seg_end) - max(start, seg_start)
             if shared > 0:
                 overlap[spk, seg_spk] = overlap.get((spk, seg_spk), 0.0) + shared
@@ -169,13 +196,21 @@ def _label_mismatch(rttm: Path, segments, transcript) -> str | None:
     )
 
 
-def _read_rttm(path: Path, skipped: list) -> list[tuple[str, float, float]]:
+def _number(text: str, name: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} {text!r} is not a finite number")
+    return value
+
+
+def _read_rttm(path: Path, skipped: list, encoding: str = "utf-8") -> list[tuple[str, float, float, str]]:
+    """``(speaker, start, end, "file:line")`` of every usable SPEAKER line (module doc)."""
     try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
+        lines = read_text(path, encoding).splitlines()
     except (OSError, UnicodeError) as exc:
-        skipped.append(Skip(str(path), f"unreadable RTTM ({exc})"))
+        skipped.append(Skip(str(path), unreadable("RTTM", exc, encoding)))
         return []
-    segments = []
+    segments, seen = [], {}
     for number, line in enumerate(lines, 1):
         fields = line.split()
         if not fields or fields[0] != "SPEAKER":
@@ -183,41 +218,53 @@ def _read_rttm(path: Path, skipped: list) -> list[tuple[str, float, float]]:
         try:
             if len(fields) < 8:
                 raise ValueError(f"{len(fields)} fields, expected 10")
-            start, duration = float(fields[3]), float(fields[4])
+            start, duration = _number(fields[3], "start"), _number(fields[4], "duration")
+            if start < 0:
+                raise ValueError(f"start {start} is negative")
             if duration <= 0:
                 raise ValueError(f"duration {duration} <= 0")
         except ValueError as exc:
             skipped.append(Skip(f"{path}:{number}", f"bad SPEAKER line ({exc})"))
             continue
-        segments.append((fields[7], start, start + duration))
+        key = (fields[7], start, duration)
+        if key in seen:
+            skipped.append(Skip(f"{path}:{number}", f"duplicate of line {seen[key]} ({fields[7]} {start} {duration})"))
+            continue
+        seen[key] = number
+        segments.append((fields[7], start, start + duration, f"{path}:{number}"))
     return sorted(segments, key=lambda s: (s[1], s[2], s[0]))
 
 
-def _read_transcript(rttm: Path, skipped: list) -> list[tuple[str, float, float, str, str]]:
+def _read_transcript(rttm: Path, skipped: list, encoding: str = "utf-8") -> list[tuple[str, float, float, str, str]]:
     """``(speaker, start, end, text, where)`` rows of ``<name>.json`` or ``<name>.csv`` (none: [])."""
     path = next((p for p in (rttm.with_suffix(".json"), rttm.with_suffix(".csv")) if p.is_file()), None)
     if path is None:
         return []
     try:
-        with path.open(encoding="utf-8-sig", newline="") as handle:
-            if path.suffix == ".json":
-                rows = [(f"{path}:entry {i}", r) for i, r in enumerate(json.load(handle), 1)]
-            else:
-                reader = csv.DictReader(handle)
-                rows = [(f"{path}:{reader.line_num}", r) for r in reader]
+        text = read_text(path, encoding)
+        if path.suffix == ".json":
+            doc = json.loads(text)
+            if not isinstance(doc, list):
+                raise ValueError(f"expected a JSON list of turns, found a {type(doc).__name__}")
+            rows = [(f"{path}:entry {i}", r) for i, r in enumerate(doc, 1)]
+        else:
+            reader = csv.DictReader(io.StringIO(text, newline=""))
+            rows = [(f"{path}:{reader.line_num}", r) for r in reader]
     except (OSError, UnicodeError, ValueError, TypeError, csv.Error) as exc:
-        skipped.append(Skip(str(path), f"unreadable transcript ({exc})"))
+        skipped.append(Skip(str(path), unreadable("transcript", exc, encoding)))
         return []
     turns = []
     for where, row in rows:
         try:
             turn = (
                 str(row["speaker"]).strip(),
-                float(row["start"]),
-                float(row["end"]),
+                _number(row["start"], "start"),
+                _number(row["end"], "end"),
                 str(row.get("text") or "").strip(),
                 where,
             )
+            if turn[1] >= turn[2]:
+                raise ValueError(f"start {turn[1]} >= end {turn[2]}")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             skipped.append(Skip(where, f"bad transcript row ({type(exc).__name__}: {exc})"))
             continue
@@ -231,7 +278,7 @@ def _assign(segments, transcript, skipped: list, language: str) -> dict[int, str
     matched: dict[int, list] = {}
     for speaker, start, end, text, where in sorted(transcript, key=lambda t: (t[1], t[2], t[0])):
         best, best_overlap = None, 0.0
-        for i, (seg_speaker, seg_start, seg_end) in enumerate(segments):
+        for i, (seg_speaker, seg_start, seg_end, _line) in enumerate(segments):
             overlap = min(end, seg_end) - max(start, seg_start)
             if seg_speaker == speaker and overlap > best_overlap:
                 best, best_overlap = i, overlap
