@@ -9,6 +9,9 @@ answer), the chat messages and the generation kwargs.
 several processes — accelerate's data-parallel ranks, or a rerun next to a running job — may read
 and write at once. Every :meth:`ResponseCache.put_many` commits at once, so a killed run loses at
 most the chunk in flight. Failed responses are never stored: they are retried on the next run.
+A damaged, locked or foreign file is a :class:`~lalm_eval.sqlite_store.StoreError` naming it (a
+damaged one is set aside and its readable rows kept, see :mod:`lalm_eval.sqlite_store`); no API
+key is ever stored (:mod:`lalm_eval.redaction`).
 
 :class:`CachedAdapter` puts the cache in front of any :class:`~lalm_eval.api.Adapter`.
 """
@@ -113,6 +116,13 @@ class ResponseCache(SqliteStore):
             if resp.text is not None and resp.error is None:
                 rows.append((key, resp.text, None, now, canonical_json(resp.meta) if resp.meta else None))
         return self._insert(rows)
+
+
+class MetricValueCache(ResponseCache):
+    """Metric values (e.g. BERTScore F1 as text) by key: the response cache's table in its own file
+    (``metric_values.sqlite``), named as what it is in every message."""
+
+    KIND = "metric-value cache"
 
 
 class CachedAdapter(Adapter):

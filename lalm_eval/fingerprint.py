@@ -15,7 +15,8 @@ File digests are cached (:class:`FileHashCache`, SQLite) by resolved path, size,
 ctime (ns), inode and device, so a 15 GB folder is read once, not on every run; a file rewritten
 in place changes its ctime even when its mtime is set back. The cache lives in
 ``$LALM_EVAL_CACHE/file_hashes.sqlite`` (default ``~/.cache/lalm_eval``); where it cannot be
-opened the files are hashed every time.
+opened or fails while in use (its warning names the file; a damaged one is set aside and its
+readable rows kept, :mod:`lalm_eval.sqlite_store`) the files are hashed without it.
 """
 
 from __future__ import annotations
@@ -75,8 +76,8 @@ def _store(path: str | Path | None) -> FileHashCache | None:
         if path not in _STORES:
             try:
                 _STORES[path] = FileHashCache(path)
-            except (LalmEvalError, OSError) as exc:
-                log.warning("file-hash cache %s cannot be opened (%s); model files are hashed every run", path, exc)
+            except (LalmEvalError, OSError) as exc:  # the message names the file (and a salvage, if any)
+                log.warning("%s; model files are hashed without the file-hash cache in this process", exc)
                 _STORES[path] = None
         return _STORES[path]
 
@@ -93,16 +94,32 @@ def file_sha256(path: str | Path, cache: str | Path | None = None) -> str:
     path = Path(path)
     key, _ = _stat_key(path)
     store = _store(cache)
-    if store is not None and (hit := store.get(key)) is not None:
-        return hit
+    try:
+        if store is not None and (hit := store.get(key)) is not None:
+            return hit
+    except LalmEvalError as exc:  # damaged or locked while in use: hash without it from now on
+        store = _drop_store(store, exc)
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(BLOCK):
             h.update(block)
     digest = h.hexdigest()
     if store is not None and _stat_key(path)[0] == key:  # not rewritten while it was read
-        store.put(key, digest)
+        try:
+            store.put(key, digest)
+        except LalmEvalError as exc:
+            _drop_store(store, exc)
     return digest
+
+
+def _drop_store(store: FileHashCache, exc: Exception) -> None:
+    """Stop using a digest cache that failed (its message names the file and what happened)."""
+    log.warning("%s; model files are hashed without it in this process", exc)
+    with _LOCK:
+        for path, known in list(_STORES.items()):
+            if known is store:
+                _STORES[path] = None
+    return None
 
 
 def model_files(folder: str | Path) -> list[Path]:

@@ -201,13 +201,17 @@ class AdapterContract:
         monkeypatch.setenv(self.KEY_ENV, SECRET)
         caplog.set_level(logging.DEBUG)
         adapter = self.make(server)
-        server.script({"status": 401, "message": f"invalid key {SECRET}"}, match="#0")
+        server.script({"status": 400, "message": f"invalid key {SECRET}"}, match="#0")
         server.script({"status": 500, "message": f"upstream said {SECRET}"}, match="#1")
         bad, retried = adapter.generate([request(0), request(1)])
         assert any(SECRET in json.dumps(r.headers) for r in server.records)  # it was sent
         assert bad.failure == "bad_request" and "invalid key ***" in bad.error
         assert retried.text and retried.meta["attempts"] == 2
-        text = json.dumps([adapter.identity(), repr(adapter), bad.error, bad.meta, retried.meta])
+        server.script({"status": 401, "message": f"invalid key {SECRET}"})  # a refused key stops the call
+        with pytest.raises(ConfigError, match=self.KEY_ENV) as refused:
+            adapter.generate([request(2)])
+        assert "invalid key ***" in str(refused.value)
+        text = json.dumps([adapter.identity(), repr(adapter), bad.error, bad.meta, retried.meta, str(refused.value)])
         assert SECRET not in text and SECRET not in caplog.text and "upstream said ***" in caplog.text
 
     def test_missing_key_is_a_config_error_naming_the_variable(self, monkeypatch):

@@ -148,11 +148,14 @@ class ScriptedServer:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            action = self._next_action(record)
+            action = _with_key(self._next_action(record), record)
             if action.get("hold"):
                 self._released.wait(self.hold_limit_s)
             time.sleep(self.latency + float(action.get("delay", 0.0)))
-            self._send(handler, *self.reply(record, action))
+            if "raw" in action or "redirect" in action:
+                self._send_raw(handler, record, action)
+            else:
+                self._send(handler, *self.reply(record, action))
             with self._lock:
                 self.answered += 1
                 record.answered = True
@@ -169,6 +172,27 @@ class ScriptedServer:
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(len(data)))
         for key, value in headers.items():
+            handler.send_header(key, value)
+        handler.end_headers()
+        handler.wfile.write(data)
+        handler.wfile.flush()
+
+    @staticmethod
+    def _send_raw(handler: _Handler, record: Received, action: dict) -> None:
+        """A hostile answer: ``raw`` bytes (str: UTF-8; ``{auth}`` replaced by the request's key
+        header) with ``content_type`` and ``status``, or a ``redirect`` (a Location, status 307)."""
+        if "redirect" in action:
+            status, data, ctype = action.get("status", 307), b"", "text/plain"
+            headers = {"Location": action["redirect"]}
+        else:
+            data = action["raw"]
+            if isinstance(data, str):
+                data = _with_key({"text": data}, record)["text"].encode()
+            status, ctype, headers = action.get("status", 200), action.get("content_type", "text/html"), {}
+        handler.send_response(status)
+        handler.send_header("Content-Type", ctype)
+        handler.send_header("Content-Length", str(len(data)))
+        for key, value in {**headers, **action.get("headers", {})}.items():
             handler.send_header(key, value)
         handler.end_headers()
         handler.wfile.write(data)
@@ -200,6 +224,16 @@ class ScriptedServer:
 
     def reply(self, record: Received, action: dict) -> tuple[int, dict, dict]:
         raise NotImplementedError
+
+
+def _with_key(action: dict, record: Received) -> dict:
+    """``action`` with ``{auth}`` in its ``text`` / ``message`` replaced by the key the request
+    carried (its ``Authorization`` or ``x-goog-api-key`` header): a server that echoes the key."""
+    headers = {k.lower(): v for k, v in record.headers.items()}
+    key = headers.get("authorization") or headers.get("x-goog-api-key") or ""
+    return {
+        k: v.replace("{auth}", key) if k in ("text", "message") and isinstance(v, str) else v for k, v in action.items()
+    }
 
 
 def _error_headers(action: dict) -> dict:

@@ -11,7 +11,7 @@ import pytest
 
 from lalm_eval.errors import DataError
 from lalm_eval.llm import TEXT_LLMS, LLMError, TextLLM, get_text_llm, parse_json_reply
-from lalm_eval.llm.openai_http import OpenAIChatLLM
+from lalm_eval.llm.openai_http import KeyRefused, OpenAIChatLLM
 from palm_bench.acoustic import BandShare, VoiceMeasurements
 from palm_bench.corpus.embedded import INTEREST_FIELDS, PROFILE_FIELDS
 from palm_bench.corpus.types import Speaker
@@ -142,10 +142,10 @@ def test_errors_name_url_and_status_never_the_key(server):
     assert srv.url + "/chat/completions" in msg and "503" in msg and KEY not in msg and "***" in msg
 
     srv = server(lambda i, b, h: (401, {"error": f"bad key {h.get('Authorization')}"}, 0.0))
-    with pytest.raises(LLMError) as err:
+    with pytest.raises(KeyRefused) as err:  # a refused key stops the command: no chat can succeed
         llm_for(srv).complete([[{"role": "user", "content": "x"}]])
     assert len(srv.requests) == 1  # a 4xx is not retried
-    assert "401" in str(err.value) and KEY not in str(err.value)
+    assert "401" in str(err.value) and KEY not in str(err.value) and "OPENAI_API_KEY" in str(err.value)
 
     srv = server(lambda i, b, h: (200, b"<html>not json</html>", 0.0))
     with pytest.raises(LLMError, match="not a chat completion"):

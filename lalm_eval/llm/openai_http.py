@@ -4,8 +4,15 @@ Works with any server that speaks ``POST {base_url}/chat/completions`` (vLLM, ll
 Ollama, DashScope's compatible mode for Qwen-Plus, OpenAI). Requests of a batch run on a thread
 pool of at most ``concurrency`` workers; each request is retried ``max_retries`` times with
 exponential backoff on 5xx/429 statuses, timeouts and connection errors. Errors name the URL
-and status; the API key is sent only in the ``Authorization`` header and redacted from every
-message and log line.
+and status; the API key (``api_key``, else the variable named by ``api_key_env``, default
+``OPENAI_API_KEY``) is sent only in the ``Authorization`` header and redacted
+(:func:`lalm_eval.redaction.redact`) from every reply, message and log line.
+
+A 401 or 403 raises :class:`KeyRefused` (a :class:`~lalm_eval.errors.ConfigError` naming where
+the key came from): no chat can succeed, so the command stops at once instead of counting every
+item as failed. A reply that is not a chat completion (an HTML page, an empty body, invalid JSON,
+no ``choices``) is an :class:`~lalm_eval.llm.base.LLMError` saying what the server sent
+(:func:`lalm_eval.http_reply.describe_reply`), its first bytes quoted.
 """
 
 from __future__ import annotations
@@ -22,7 +29,9 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from lalm_eval import redaction
 from lalm_eval.errors import ConfigError
+from lalm_eval.http_reply import HTTPReply, describe_reply
 from lalm_eval.llm.base import LLMError, Messages, TextLLM, check_batch
 
 log = logging.getLogger(__name__)
@@ -34,8 +43,16 @@ DECODING_OPTIONS = ("top_p", "top_k", "min_p", "presence_penalty", "frequency_pe
 _RETRY_STATUS = {429, 500, 502, 503, 504}
 
 
+_AUTH_STATUS = {401, 403}
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+
+
 class _Retryable(Exception):
     """A failure worth another try (status 5xx/429, timeout, connection error)."""
+
+
+class KeyRefused(ConfigError):
+    """The server refused the API key (401 / 403): no chat can succeed."""
 
 
 class OpenAIChatLLM(TextLLM):
@@ -58,6 +75,7 @@ class OpenAIChatLLM(TextLLM):
         repetition_penalty: float | None = None,
         seed: int | None = None,
         preset: str | None = None,
+        api_key_env: str | None = None,
     ):
         if not model:
             raise ConfigError("OpenAIChatLLM: model must be given")
@@ -68,7 +86,10 @@ class OpenAIChatLLM(TextLLM):
             )
         self.model, self.base_url = model, base_url.rstrip("/")
         self.url = f"{self.base_url}/chat/completions"
-        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self.key_env = str(api_key_env) if api_key_env else DEFAULT_KEY_ENV
+        self._key_source = "the judge spec's api_key" if api_key is not None else self.key_env
+        self._api_key = api_key if api_key is not None else os.environ.get(self.key_env)
+        redaction.register(self._api_key)
         self.temperature, self.max_tokens = float(temperature), int(max_tokens)
         self.timeout, self.max_retries = float(timeout), int(max_retries)
         self.concurrency, self.retry_delay = int(concurrency), float(retry_delay)
@@ -139,7 +160,20 @@ class OpenAIChatLLM(TextLLM):
     # -----------------------------------------------------------------------------------------
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
+        return redaction.redact(text)
+
+    def _key_refused(self, status: int, detail: str) -> KeyRefused:
+        where = self._key_source if self._api_key else self.key_env
+        said = " ".join(detail.replace(";", ",").split())[:200]
+        what = (
+            f"the text-LLM server {self.url} refused the API key (HTTP {status}: {said})"
+            if self._api_key
+            else f"the text-LLM server {self.url} asks for an API key (HTTP {status}: {said}) and {self.key_env} is unset"
+        )
+        return KeyRefused(
+            f"{where}: {what}, so no chat can succeed; set {self.key_env} to a valid key (or name another variable "
+            "with api_key_env=VAR in the --judge / --llm-option spec) and rerun: what was already answered is cached"
+        )
 
     def _complete_one(self, body: dict) -> str:
         attempts = self.max_retries + 1
@@ -167,9 +201,13 @@ class OpenAIChatLLM(TextLLM):
                 raw = response.read()
         except urllib.error.HTTPError as exc:
             try:
-                detail = self._redact(exc.read(300).decode("utf-8", "replace").strip())
+                body = exc.read(4000)
             except OSError:
-                detail = ""
+                body = b""
+            reply = HTTPReply(exc.code, exc.headers.get("Content-Type", "") if exc.headers else "", body)
+            detail = describe_reply(reply, "error") or self._redact(body[:300].decode("utf-8", "replace").strip())
+            if exc.code in _AUTH_STATUS:
+                raise self._key_refused(exc.code, detail) from None
             if exc.code in _RETRY_STATUS:
                 raise _Retryable(f"HTTP status {exc.code}: {detail}") from None
             raise LLMError(f"POST {self.url} returned HTTP status {exc.code}: {detail}") from None
@@ -181,15 +219,17 @@ class OpenAIChatLLM(TextLLM):
             raise _Retryable(f"connection error: {exc.reason}") from None
         except (ConnectionError, http.client.HTTPException) as exc:
             raise _Retryable(f"connection error: {type(exc).__name__}: {exc}") from None
-        return self._content(raw)
+        return self._content(raw, response.headers.get("Content-Type", ""), response.status)
 
-    def _content(self, raw: bytes) -> str:
+    def _content(self, raw: bytes, content_type: str = "", status: int = 200) -> str:
         try:
             reply = json.loads(raw)
             content = reply["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
-            snippet = self._redact(raw[:200].decode("utf-8", "replace"))
-            raise LLMError(f"POST {self.url}: reply is not a chat completion: {snippet!r}") from None
+            what = describe_reply(HTTPReply(status, content_type, raw), "choices")
+            if what is None:
+                what = repr(self._redact(raw[:200].decode("utf-8", "replace")))
+            raise LLMError(f"POST {self.url}: reply is not a chat completion: {what}") from None
         if not isinstance(content, str):
             message = reply["choices"][0]["message"]
             if message.get("reasoning_content") or message.get("reasoning"):  # a server-side reasoning parser
@@ -199,4 +239,4 @@ class OpenAIChatLLM(TextLLM):
                     f"{self.max_tokens} too small?)"
                 )
             raise LLMError(f"POST {self.url}: reply has no text content (got {type(content).__name__})")
-        return content
+        return self._redact(content)

@@ -108,14 +108,15 @@ def _value_key(*parts) -> str:
 
 
 def _value_store(context):
-    """A string store for metric values (the response cache's SQLite table, in its own file)."""
+    """A string store for metric values (the response cache's SQLite table, in its own file, named
+    as what it is in every message)."""
     if context.cache_dir is None:
         return None
     from pathlib import Path
 
-    from lalm_eval.cache import ResponseCache
+    from lalm_eval.cache import MetricValueCache
 
-    return ResponseCache(Path(context.cache_dir) / "metric_values.sqlite")
+    return MetricValueCache(Path(context.cache_dir) / "metric_values.sqlite")
 
 
 class RecognitionPresenceMetric(Metric):

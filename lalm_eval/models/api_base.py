@@ -15,13 +15,20 @@ Failures (``Response.failed``, kinds from :data:`lalm_eval.api.FAILURE_KINDS`, n
     ``refusal`` / ``content_filter`` (the provider declined or filtered the answer),
     ``bad_request`` (400/401/403/404/422 and other 4xx: the provider's message, key redacted),
     ``retries_exhausted``, ``audio_over_limit`` (``long_audio=refuse``), ``budget`` (not sent
-    because ``--max_cost`` was reached; requests already in flight complete normally), ``error``.
+    because ``--max_cost`` was reached; requests already in flight complete normally), ``error``
+    (among them a reply that is not the protocol's JSON: the message says what the server sent —
+    "the server answered HTML, not JSON", an empty body, invalid JSON, JSON without ``choices`` /
+    ``candidates``, an error object under status 200 — with its first bytes, secrets redacted; a
+    reply over ``max_reply_mb``, default :data:`DEFAULT_MAX_REPLY_MB`; a redirect loop).
 API key
     Only from the environment: the subclass's ``KEY_ENVS`` or the variable named by the model arg
     ``api_key_env``. A missing key is a :class:`ConfigError` naming the variable — except for a
     loopback ``base_url`` (127.0.0.1, localhost, ::1: a local ``vllm serve`` or test server), where
-    no key is needed and a placeholder is sent. The key is never logged, never in ``identity()``,
-    results or error messages (every message passes :meth:`APIAdapter.redact`).
+    no key is needed and a placeholder is sent. A 401 or 403 (and Gemini's "API key not valid")
+    stops the whole call with :class:`KeyRejected` (a :class:`ConfigError` naming the variable):
+    no request can succeed, so none more is sent; the answers already received are kept (cached).
+    The key is never logged, never in ``identity()``, results, answers or error messages: every
+    answer, message and log line passes :func:`lalm_eval.redaction.redact`, which knows the key.
 Long audio
     The limit is the request size: ``AUDIO_LIMIT_SCOPE = "per_request"``, ``AUDIO_LIMIT_S`` from
     the model arg ``max_request_mb`` (default ``DEFAULT_MAX_REQUEST_MB``; 1 MB = 10^6 bytes) minus
@@ -71,8 +78,10 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 
 import numpy as np
 
+from lalm_eval import redaction
 from lalm_eval.api import AUDIO_SR, Adapter, Request, Response
 from lalm_eval.errors import ConfigError
+from lalm_eval.http_reply import HTTPReply, describe_reply, find_cause
 from lalm_eval.models.batching import gen_kwargs_key, split_gen_kwargs, truncate_at
 from lalm_eval.models.long_audio import LongAudioError, fit_request, resolve_policy
 
@@ -84,6 +93,8 @@ REQUEST_RESERVE_BYTES = 200_000  # prompt text, JSON, WAV headers
 RETRY_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 _SAMPLING_NEUTRAL = {"num_beams": 1, "num_return_sequences": 1}  # what an API always does
 _MAX_ALIASES = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+AUTH_STATUS = frozenset({401, 403})  # the key is refused: no request of the run can succeed
+DEFAULT_MAX_REPLY_MB = 16.0  # no text answer is this long; a bigger reply is a failure, not read into a cache
 
 
 class Retryable(Exception):
@@ -100,6 +111,70 @@ class BadRequest(Exception):
     def __init__(self, status: int, message: str):
         super().__init__(f"HTTP {status}: {message}")
         self.status = status
+
+
+class KeyRejected(BadRequest):
+    """The provider refused the API key (401 / 403, or its own spelling of "key not valid")."""
+
+
+class ReplyTooLarge(Exception):
+    """The reply body is over ``max_reply_mb`` (raised while it is received)."""
+
+    def __init__(self, size: int, limit: int):
+        super().__init__(
+            f"the server's reply is {size / 1e6:.1f} MB, over the max_reply_mb limit of {limit / 1e6:g} MB"
+        )
+
+
+class AuthFailed(ConfigError):
+    """The provider refused the API key: the run stops (exit 2), answers so far kept."""
+
+
+class ReplyRecorder:
+    """An ``httpx`` response hook for the providers' SDK clients: checks each reply's size against
+    the limit (its ``Content-Length`` before the body is read, the body after) and keeps the last
+    reply of each thread, so that a reply the SDK cannot parse is described from its bytes."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self._local = threading.local()
+
+    def hook(self, response) -> None:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            self._local.last = None
+            raise ReplyTooLarge(int(declared), self.max_bytes)
+        response.read()
+        body = response.content
+        self._local.last = HTTPReply(
+            response.status_code,
+            response.headers.get("content-type", ""),
+            body,
+            response.headers.get("location", ""),
+        )
+        if len(body) > self.max_bytes:
+            raise ReplyTooLarge(len(body), self.max_bytes)
+
+    def start(self) -> None:
+        self._local.last = None
+
+    @property
+    def last(self) -> HTTPReply | None:
+        return getattr(self._local, "last", None)
+
+    def describe(self, expected: str) -> str | None:
+        """What is wrong with the last reply when it is not a JSON object holding ``expected``
+        (None when nothing was recorded or it looks right)."""
+        return describe_reply(self.last, expected)
+
+
+def redirect_loop(exc: BaseException, recorder: ReplyRecorder) -> str | None:
+    """The failure message of a reply that redirected too often (a loop), or None."""
+    if find_cause(exc, "TooManyRedirects") is None:  # httpx's or httpx2's, whichever the SDK uses
+        return None
+    last = recorder.last
+    where = f" (last Location: {redaction.redact(last.location)})" if last is not None and last.location else ""
+    return f"the server redirected too many times{where}, a redirect loop"
 
 
 @dataclasses.dataclass
@@ -248,6 +323,7 @@ class APIAdapter(Adapter):
         prices: str | None = None,
         cache_dir: str | None = None,
         device: str | None = None,
+        max_reply_mb: float | None = None,
         **unknown,
     ):
         super().__init__()
@@ -283,7 +359,13 @@ class APIAdapter(Adapter):
         )
         self.max_request_mb = mb
         self.AUDIO_LIMIT_S = round((mb * 1e6 - REQUEST_RESERVE_BYTES) / WAV_B64_BYTES_PER_S, 1)
+        self.max_reply_mb = (
+            DEFAULT_MAX_REPLY_MB if max_reply_mb is None else _number(where, "max_reply_mb", max_reply_mb, float, 0.001)
+        )
+        self.recorder = ReplyRecorder(int(self.max_reply_mb * 1e6))
+        self._key_names = (str(api_key_env),) if not _is_off(api_key_env) else self.KEY_ENVS
         self._key, self.key_env = self._resolve_key(api_key_env)
+        redaction.register(self._key)
         from lalm_eval.cost import load_prices
 
         self.prices = load_prices(None if _is_off(prices) else prices)
@@ -321,9 +403,21 @@ class APIAdapter(Adapter):
         )
 
     def redact(self, text) -> str:
-        """``text`` with the API key replaced by ``***``."""
-        text = str(text)
-        return text.replace(self._key, "***") if self._key else text
+        """``text`` with the API key (and every other known secret) replaced by ``***``."""
+        return redaction.redact(str(text))
+
+    def key_rejected(self, exc: BadRequest) -> AuthFailed:
+        """The run-stopping error for a refused key, naming the variable it came from."""
+        names = self.key_env or " or ".join(self._key_names)
+        said = " ".join(self.redact(exc).replace(";", ",").split())
+        if self._key is None:
+            what = f"the server at {self.base_url} asks for an API key ({said}) and none of {names} is set"
+        else:
+            what = f"the server at {self.base_url} refused the API key in {names} ({said})"
+        return AuthFailed(
+            f"{names}: {what}, so no request can succeed and the run stopped; set {names} to a valid key (or name "
+            "another variable with --model_args api_key_env=VAR) and rerun: the answers already received are cached"
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
@@ -448,20 +542,30 @@ class APIAdapter(Adapter):
         if not jobs:
             return out
         pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(jobs)), thread_name_prefix=self.name)
+        stop, failed = threading.Event(), None
         try:
-            futures = {pool.submit(self._one, req, meta, p): i for i, req, meta, p in jobs}
+            futures = {pool.submit(self._one, req, meta, p, stop): i for i, req, meta, p in jobs}
             for future in as_completed(futures):
                 i = futures[future]
-                out[i] = future.result()
-                self._persist(requests[i], out[i])
+                try:
+                    out[i] = future.result()
+                except BaseException as exc:  # a refused key (or a bug): nothing more is sent
+                    failed = failed or exc
+                    stop.set()
+                    continue
+                self._persist(requests[i], out[i])  # every answer received is kept, even when the call stops
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+        if failed is not None:
+            raise failed
         return out
 
-    def _one(self, request: Request, meta: dict, params: GenParams) -> Response:
+    def _one(self, request: Request, meta: dict, params: GenParams, stop: threading.Event | None = None) -> Response:
         where = f"task {request.task!r} doc {request.doc_id}"
         last = None
         for attempt in range(self.max_retries + 1):
+            if stop is not None and stop.is_set():
+                return Response.failed("error", f"{where}: not sent, the call stopped", **meta)
             if self._budget is not None and self._budget.exhausted:
                 return Response.failed(
                     "budget",
@@ -489,7 +593,12 @@ class APIAdapter(Adapter):
                 time.sleep(wait)
                 continue
             except BadRequest as exc:
+                if isinstance(exc, KeyRejected) or exc.status in AUTH_STATUS:
+                    raise self.key_rejected(exc) from None
                 return Response.failed("bad_request", f"{where}: {self.redact(exc)}", **meta, attempts=attempt + 1)
+            except ReplyTooLarge as exc:
+                log.warning("%s: %s: %s", self.name, where, exc)
+                return Response.failed("error", f"{where}: {exc}", **meta, attempts=attempt + 1)
             except Exception as exc:  # noqa: BLE001 - recorded per sample, never scored
                 log.warning("%s: %s failed: %s", self.name, where, self.redact(repr(exc)))
                 return Response.failed("error", f"{where}: {self.redact(repr(exc))}", **meta, attempts=attempt + 1)
@@ -514,6 +623,7 @@ class APIAdapter(Adapter):
             self.stats["max_in_flight"] = max(self.stats["max_in_flight"], self.stats["in_flight"])
             if first:
                 self.n_generated += 1
+        self.recorder.start()
         try:
             return self.call(request, params)
         finally:
@@ -535,6 +645,7 @@ class APIAdapter(Adapter):
             "attempts": attempts,
             **reply.extra,
         }
+        meta = redaction.redact_value(meta)  # a server may echo the key anywhere
         priced_id = reply.model if self.prices.lookup(reply.model) else self.model
         cost = self._budget.charge(priced_id, reply.usage) if self._budget else self.prices.cost(priced_id, reply.usage)
         if cost is not None:
@@ -542,10 +653,9 @@ class APIAdapter(Adapter):
         if reply.failure:
             detail = f": {self.redact(reply.detail)}" if reply.detail else ""
             log.warning("%s: %s: %s%s", self.name, where, reply.failure, detail)
-            return Response.failed(
-                reply.failure, f"{where}: {reply.failure} (finish_reason {reply.finish_reason}){detail}", **meta
-            )
-        return Response(truncate_at(reply.text, params.stops), meta=meta)
+            finish = f" (finish_reason {reply.finish_reason})" if reply.finish_reason else ""
+            return Response.failed(reply.failure, f"{where}: {reply.failure}{finish}{detail}", **meta)
+        return Response(truncate_at(self.redact(reply.text), params.stops), meta=meta)
 
     def _persist(self, request: Request, response: Response) -> None:
         """Commit one answer to the response cache at once (see "Resume" in the module docstring)."""

@@ -29,7 +29,9 @@ Gen kwargs → ``GenerateContentConfig``: ``max_new_tokens`` → ``max_output_to
 Failures: a prompt blocked (``prompt_feedback.block_reason``) or a candidate finished for
 SAFETY, BLOCKLIST, PROHIBITED_CONTENT, SPII, RECITATION, IMAGE_SAFETY, MODEL_ARMOR… is a
 ``content_filter`` failure, LANGUAGE (unsupported language) a ``refusal``; no candidate, or no
-text, an ``error``. Usage: ``prompt_token_count`` → ``prompt_tokens``, ``candidates_token_count`` →
+text, an ``error``, and so is a reply that is not the protocol's JSON (HTML, an empty body,
+invalid JSON: the message quotes its first bytes, see :mod:`.api_base`). A 400 saying the key is
+not valid (:data:`KEY_INVALID_SIGNS`) stops the run as a 401 does. Usage: ``prompt_token_count`` → ``prompt_tokens``, ``candidates_token_count`` →
 ``completion_tokens``, ``thoughts_token_count`` → ``thoughts_tokens`` (billed as output, not part
 of ``completion_tokens``), the AUDIO entry of ``prompt_tokens_details`` → ``audio_tokens``,
 ``total_token_count`` → ``total_tokens``; the model id is ``model_version``.
@@ -46,10 +48,14 @@ from lalm_eval.models.api_base import (
     APIAdapter,
     BadRequest,
     GenParams,
+    KeyRejected,
     Reply,
+    ReplyTooLarge,
     Retryable,
+    find_cause,
     message_parts,
     parse_retry_after,
+    redirect_loop,
 )
 
 #: finish / block reasons that are the provider's filters (anything not listed and not normal is an error)
@@ -69,14 +75,17 @@ FILTER_REASONS = frozenset(
 )
 REFUSAL_REASONS = frozenset({"LANGUAGE"})
 NORMAL_REASONS = frozenset({"STOP", "MAX_TOKENS", "FINISH_REASON_UNSPECIFIED"})
+#: how Google says a key is not valid (HTTP 400, not 401): the run stops as for a 401
+KEY_INVALID_SIGNS = ("API_KEY_INVALID", "API key not valid")
 
 
 def _transport_errors() -> tuple[type, ...]:
-    """httpx / httpx2 transport errors (timeouts, connection failures): whichever the SDK uses."""
+    """httpx / httpx2 transport errors (timeouts, connection failures) and redirect loops: whichever
+    the SDK uses."""
     found = []
     for module in ("httpx", "httpx2"):
         try:
-            found.append(importlib.import_module(module).TransportError)
+            found += [importlib.import_module(module).TransportError, importlib.import_module(module).TooManyRedirects]
         except ImportError:
             continue
     return tuple(found)
@@ -141,7 +150,10 @@ class GeminiAdapter(APIAdapter):
             api_version=self.api_version,
             timeout=int(self.timeout * 1000),
             retry_options=types.HttpRetryOptions(attempts=1),
-            client_args={"trust_env": False} if self.loopback else None,
+            client_args={  # no proxy for 127.0.0.1; every reply seen by the recorder
+                **({"trust_env": False} if self.loopback else {}),
+                "event_hooks": {"response": [self.recorder.hook]},
+            },
         )
         self._client = genai.Client(api_key=self._key or "EMPTY", http_options=options)
 
@@ -198,15 +210,28 @@ class GeminiAdapter(APIAdapter):
         try:
             response = self._client.models.generate_content(model=self.model, contents=contents, config=config)
         except self._errors.APIError as exc:
-            message = exc.message or str(exc.details)
+            message = self.recorder.describe("error") or exc.message or str(exc.details)
             if exc.code in RETRY_STATUS:
                 headers = getattr(getattr(exc, "response", None), "headers", None)
                 raise Retryable(f"HTTP {exc.code} {exc.status}: {message}", parse_retry_after(headers)) from None
+            if exc.code == 400 and any(s in f"{message} {exc.details}" for s in KEY_INVALID_SIGNS):
+                raise KeyRejected(exc.code, f"{exc.status}: {message}") from None
             raise BadRequest(exc.code, f"{exc.status}: {message}") from None
         except self._transport as exc:
+            too_big = find_cause(exc, ReplyTooLarge)
+            if too_big is not None:
+                raise too_big from None
+            loop = redirect_loop(exc, self.recorder)
+            if loop:
+                return Reply(None, {}, None, None, "error", loop)
             kind = "timed out" if "Timeout" in type(exc).__name__ else "connection error"
             raise Retryable(f"{kind} ({type(exc).__name__}) after at most {self.timeout:g} s") from None
-        return self.parse(response)
+        except ValueError:  # the SDK could not decode the body
+            return Reply(None, {}, None, None, "error", self.recorder.describe("candidates") or "reply is not JSON")
+        reply = self.parse(response)
+        if reply.failure == "error" and not response.candidates:
+            reply.detail = self.recorder.describe("candidates") or reply.detail
+        return reply
 
     @staticmethod
     def parse(response) -> Reply:
@@ -221,7 +246,7 @@ class GeminiAdapter(APIAdapter):
                 None, usage, model, blocked, "refusal" if blocked in REFUSAL_REASONS else "content_filter", detail
             )
         if not response.candidates:
-            return Reply(None, usage, model, None, "error", "reply has no candidates")
+            return Reply(None, usage, model, None, "error", "the server's reply has no candidates")
         candidate = response.candidates[0]
         finish = _name(candidate.finish_reason)
         parts = candidate.content.parts if candidate.content and candidate.content.parts else []
@@ -234,7 +259,7 @@ class GeminiAdapter(APIAdapter):
         if finish is not None and finish not in NORMAL_REASONS:
             return Reply(None, usage, model, finish, "error", f"finish_reason {finish}", extra)
         if not any(p.text is not None and not p.thought for p in parts):
-            return Reply(None, usage, model, finish, "error", "reply has no text", extra)
+            return Reply(None, usage, model, finish, "error", "the reply's candidate has no text part", extra)
         return Reply(text, usage, model, finish, extra=extra)
 
 

@@ -33,7 +33,9 @@ Model args (besides :class:`~.api_base.APIAdapter`'s ``model``, ``base_url`` (de
 Gen kwargs → body: ``max_new_tokens`` → ``max_tokens_field``, ``temperature``, ``top_p``, ``seed``,
 ``presence_penalty``, ``frequency_penalty``; the rest as :mod:`.api_base` says. A reply with
 ``message.refusal`` is a ``refusal`` failure, ``finish_reason: content_filter`` a
-``content_filter`` failure; a reply without text content an ``error``.
+``content_filter`` failure; a reply without text content an ``error``, and so is a reply that is
+not a chat completion (HTML, an empty body, invalid JSON, no ``choices``: the message quotes its
+first bytes, see :mod:`.api_base`).
 """
 
 from __future__ import annotations
@@ -48,9 +50,12 @@ from lalm_eval.models.api_base import (
     BadRequest,
     GenParams,
     Reply,
+    ReplyTooLarge,
     Retryable,
+    find_cause,
     message_parts,
     parse_retry_after,
+    redirect_loop,
 )
 
 SERVERS = ("openai", "compatible", "vllm")
@@ -95,7 +100,9 @@ class OpenAIAudioAdapter(APIAdapter):
         except ImportError:
             raise ConfigError(f"{self.name} needs the 'openai' package: pip install 'lalm-eval[openai]'") from None
         self._openai = openai
-        http_client = openai.DefaultHttpx2Client(trust_env=False) if self.loopback else None  # no proxy for 127.0.0.1
+        http_client = openai.DefaultHttpx2Client(  # no proxy for 127.0.0.1; every reply seen by the recorder
+            **({"trust_env": False} if self.loopback else {}), event_hooks={"response": [self.recorder.hook]}
+        )
         self._client = openai.OpenAI(
             api_key=self._key or "EMPTY",
             base_url=self.base_url,
@@ -150,20 +157,38 @@ class OpenAIAudioAdapter(APIAdapter):
         extra = {k: v for k, v in params.fields.items() if k in _VLLM_EXTRA}
         if self.modalities:
             body["modalities"] = self.modalities
+        messages = self.messages(request)
         try:
             completion = self._client.chat.completions.create(
-                model=self.model, messages=self.messages(request), extra_body=extra or None, **body
+                model=self.model, messages=messages, extra_body=extra or None, **body
             )
         except openai.APITimeoutError:
             raise Retryable(f"timed out after {self.timeout:g} s") from None
         except openai.APIConnectionError as exc:
-            raise Retryable(f"connection error: {exc}") from None
+            too_big = find_cause(exc, ReplyTooLarge)
+            if too_big is not None:
+                raise too_big from None
+            loop = redirect_loop(exc, self.recorder)
+            if loop:
+                return Reply(None, {}, None, None, "error", loop)
+            cause = exc.__cause__ or exc.__context__
+            raise Retryable(
+                f"connection error: {exc}" + (f" ({type(cause).__name__}: {cause})" if cause else "")
+            ) from None
         except openai.APIStatusError as exc:
-            message = _provider_message(exc)
+            message = self.recorder.describe("error") or _provider_message(exc)
             if exc.status_code in RETRY_STATUS:
                 raise Retryable(f"HTTP {exc.status_code}: {message}", parse_retry_after(exc.response.headers)) from None
             raise BadRequest(exc.status_code, message) from None
-        return self.parse(completion)
+        except ValueError:  # the SDK could not decode the body
+            return Reply(None, {}, None, None, "error", self.recorder.describe("choices") or "reply is not JSON")
+        if isinstance(completion, (str, bytes, list, dict)) or not hasattr(completion, "choices"):
+            what = self.recorder.describe("choices") or f"reply is not a chat completion ({type(completion).__name__})"
+            return Reply(None, {}, None, None, "error", what)
+        reply = self.parse(completion)
+        if reply.failure == "error" and not completion.choices:
+            reply.detail = self.recorder.describe("choices") or reply.detail
+        return reply
 
     @staticmethod
     def parse(completion) -> Reply:
@@ -171,7 +196,7 @@ class OpenAIAudioAdapter(APIAdapter):
         usage = _usage(getattr(completion, "usage", None))
         model = getattr(completion, "model", None)
         if not completion.choices:
-            return Reply(None, usage, model, None, "error", "reply has no choices")
+            return Reply(None, usage, model, None, "error", "the server's reply has an empty 'choices' list")
         choice = completion.choices[0]
         message, finish = choice.message, choice.finish_reason
         if getattr(message, "refusal", None):
@@ -179,7 +204,8 @@ class OpenAIAudioAdapter(APIAdapter):
         if finish == "content_filter":
             return Reply(None, usage, model, finish, "content_filter", message.content or "")
         if not isinstance(message.content, str):
-            return Reply(None, usage, model, finish, "error", "reply has no text content")
+            got = "null" if message.content is None else type(message.content).__name__
+            return Reply(None, usage, model, finish, "error", f"the reply's choices[0].message.content is {got}")
         return Reply(message.content, usage, model, finish)
 
 
