@@ -105,9 +105,11 @@ def report_error(prog: str, exc: BaseException, verbose: bool = False) -> int:
     """Print a project error the one way every CLI does, ``<prog>: error: <file or flag>: <what is
     wrong>; <how to fix>`` (the message supplies all but the prefix), and return exit status 2.
     The traceback follows only under ``--verbose`` / ``LALM_EVAL_DEBUG=1``."""
+    from lalm_eval.redaction import redact
+
     if verbose:
         traceback.print_exception(exc, file=sys.stderr)
-    print(f"{prog}: error: {exc}", file=sys.stderr)
+    print(f"{prog}: error: {redact(str(exc))}", file=sys.stderr)  # never an API key, whatever the message quotes
     return 2
 
 

@@ -339,12 +339,16 @@ def layout_index_for(run: dict):
 
 
 def write_outputs(run: dict, config: dict, output_path: str | Path, log_samples: bool) -> dict[str, Path]:
+    """The results JSON, the samples JSONL (``log_samples``), the Markdown report and the plots;
+    every text in them passes :func:`lalm_eval.redaction.redact` (no API key is written)."""
+    from lalm_eval.redaction import redact, redact_value
+
     out = Path(output_path)
     stamp = timestamp()
-    files = {"results": write_results(out, results_document(run, config), stamp=stamp)}
+    files = {"results": write_results(out, redact_value(results_document(run, config)), stamp=stamp)}
     if log_samples:
         for name, rows in run["_samples"].items():
-            files[f"samples_{name}"] = write_samples(out, name, rows, stamp=stamp)
+            files[f"samples_{name}"] = write_samples(out, name, (redact_value(row) for row in rows), stamp=stamp)
     from lalm_eval.report.layouts import render_reports, report_plots
 
     model = str(config.get("model"))
@@ -352,7 +356,7 @@ def write_outputs(run: dict, config: dict, output_path: str | Path, log_samples:
     by_report = rows_by_report(run, model, index)
     report = out / f"report_{stamp}.md"
     tables = render_reports(by_report, index, missing=missing_reasons(run), details=metric_details(run))
-    report.write_text(markdown_report(run, model) + ("\n" + tables if tables else ""), encoding="utf-8")
+    report.write_text(redact(markdown_report(run, model) + ("\n" + tables if tables else "")), encoding="utf-8")
     files["report"] = report
     for i, path in enumerate(report_plots(by_report, index, out, stamp)):
         files[f"plot_{i}"] = path
