@@ -454,10 +454,10 @@ def import_summary(report: McqReport) -> dict:
 
 def describe_import(summary: dict) -> str:
     """One line of :func:`import_summary`: kept, skipped by reason, and the files whose questions
-    could not be counted (``"1 file unreadable JSON (its questions not counted)"``)."""
+    could not be counted (``"1 file skipped as unreadable JSON (its questions not counted)"``)."""
     reasons = ", ".join(f"{k}: {v}" for k, v in summary["skipped_by_reason"].items()) or "none"
     uncounted = "".join(
-        f"; {n} file{'s' if n != 1 else ''} {kind} (its questions not counted)"
+        f"; {n} file{'s' if n != 1 else ''} skipped as {kind} ({'their' if n != 1 else 'its'} questions not counted)"
         for kind, n in summary.get("uncounted_files_by_reason", {}).items()
     )
     return (

@@ -124,9 +124,10 @@ class MsuMcq(datasets.GeneratorBasedBuilder):
         report = self.report = read_mcq_release(data_dir, languages)
         if report.skipped:
             log.warning(
-                "MSU-Benchmark: %d question(s) skipped (see build_info.json): %s",
-                sum(s.questions for s in report.skipped),
+                "MSU-Benchmark: %d question(s) skipped (see build_info.json): %s%s",
+                sum(s.questions for s in report.skipped if s.questions is not None),
                 dict(report.skip_reasons()),
+                "".join(f"; {n} file(s) {k}, questions not counted" for k, n in report.uncounted_files().items()),
             )
         for json_file, wav in report.audio_found_by_search:
             log.warning(

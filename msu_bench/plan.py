@@ -243,5 +243,6 @@ def no_segment_message(report: ReadReport, rejected: list[str], cfg: MsuConfig) 
         f"no segment to ask questions about in its {len(report.conversations)} conversation(s) "
         f"(segments are {cfg.min_segment_s:g}-{cfg.max_segment_s:g} s with >= {cfg.min_speakers} speakers): "
         f"{shown or 'no conversation read'}{skipped}; change the rule with --set min_segment_s=... / "
-        "max_segment_s=... / min_speakers=..., and see msu-bench corpus-info for every conversation and skip"
+        "max_segment_s=... / min_speakers=... or fix the recordings named, and see msu-bench corpus-info for "
+        "every conversation and skip"
     )

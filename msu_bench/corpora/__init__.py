@@ -29,10 +29,11 @@ past it (by more than 10 ms) is cut at the end; each is a counted skip saying so
 transcript never describes speech the audio does not hold.
 
 Text files are read by :func:`read_text`: a UTF-8 / UTF-16 / UTF-32 byte-order mark picks its
-encoding and is dropped (never left in a text); otherwise ``encoding`` (the readers' option
-``encoding``, default ``utf-8``). A file that does not decode is a counted skip naming the
-option that reads it (``--corpus-option encoding=gbk`` for the GBK files Chinese corpora often
-ship). ``language`` must be one MSU's templates exist in (``en``, ``zh``).
+encoding and is dropped (never left in a text); otherwise UTF-8, and a file that is not valid
+UTF-8 is decoded as ``encoding`` (the readers' option, default ``utf-8``: no fallback). A file
+that does not decode is a counted skip naming the option that reads it (``--corpus-option
+encoding=gbk`` for the GBK files Chinese corpora often ship). ``language`` must be one MSU's
+templates exist in (``en``, ``zh``).
 """
 
 from __future__ import annotations
@@ -97,12 +98,19 @@ def normalize_gender(value) -> str | None:
 
 def read_text(path, encoding: str = "utf-8") -> str:
     """The text of a corpus file without its byte-order mark: a UTF-8/16/32 BOM picks that
-    encoding, else ``encoding``. Raises ``OSError`` / ``UnicodeDecodeError``."""
+    encoding; else UTF-8, and a file that is not valid UTF-8 is decoded as ``encoding`` (so a
+    corpus mixing UTF-8 and GBK files reads with ``encoding=gbk``, each file decoded once, as
+    what it is). Raises ``OSError`` / ``UnicodeDecodeError``."""
     raw = Path(path).read_bytes()
     for bom, name in BOMS:
         if raw.startswith(bom):
             return raw[len(bom) :].decode(name)
-    return raw.decode(encoding)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        if codecs.lookup(encoding).name == "utf-8":
+            raise
+        return raw.decode(encoding)
 
 
 def unreadable(what: str, exc: Exception, encoding: str = "utf-8") -> str:
@@ -114,7 +122,7 @@ def unreadable(what: str, exc: Exception, encoding: str = "utf-8") -> str:
             if codecs.lookup(encoding).name != "gbk"
             else "give its encoding with --corpus-option encoding=NAME"
         )
-        return f"unreadable {what}: not {encoding} text ({exc.reason} at byte {exc.start}); {hint}"
+        return f"unreadable {what}: not {encoding} text ({exc.reason} at byte {exc.start}), {hint}"
     return f"unreadable {what} ({type(exc).__name__}: {exc})"
 
 
