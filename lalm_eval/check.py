@@ -34,12 +34,12 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--model_args_b", default=None, help="its model args (default: --model_args)")
     ap.add_argument("--tasks", required=True)
     ap.add_argument("--include_path", action="append", default=None)
-    ap.add_argument("--limit", type=int, default=16, help="first N docs of each task (default 16)")
+    ap.add_argument("--limit", default=16, help="first N docs of each task (default 16)")
     ap.add_argument("--batch_sizes", default="1,8", help="comma-separated; the first is the reference")
     ap.add_argument("--device", default=None)
     ap.add_argument("--gen_kwargs", default="")
     ap.add_argument("--cache_dir", default=str(DEFAULT_CACHE), help="datasets (responses are never cached here)")
-    ap.add_argument("--min_identical", type=float, default=1.0, help="exit 1 below this share of identical outputs")
+    ap.add_argument("--min_identical", default=1.0, help="exit 1 below this share of identical outputs (0-1)")
     ap.add_argument("--output_path", default=None)
     return ap
 
@@ -47,8 +47,39 @@ def parser() -> argparse.ArgumentParser:
 def _batch_sizes(text: str) -> list[str]:
     sizes = [b.strip() for b in text.split(",") if b.strip()]
     if not sizes or not all(b.isdigit() and int(b) >= 1 for b in sizes):
-        raise ConfigError(f"--batch_sizes must be positive integers separated by commas, got {text!r}")
+        raise ConfigError(
+            f"--batch_sizes: must be whole numbers >= 1 separated by commas, got {text!r}; e.g. --batch_sizes 1,8"
+        )
+    sizes = [str(int(b)) for b in sizes]
+    twice = sorted({b for b in sizes if sizes.count(b) > 1}, key=int)
+    if twice:
+        raise ConfigError(f"--batch_sizes: {', '.join(twice)} given twice; give each batch size once")
     return sizes
+
+
+def check_args(args) -> list[str]:
+    """Every flag checked before a dataset or model is loaded; a check that would compare nothing
+    (one batch size and no ``--model_b``) is an error. Returns the task names."""
+    from lalm_eval.cli import gen_kwargs_flag, key_values, real_number, task_names, whole_number, writable_folder
+
+    tasks = task_names(args.tasks)
+    args.sizes = _batch_sizes(args.batch_sizes)
+    if len(args.sizes) == 1 and not args.model_b:
+        raise ConfigError(
+            f"--batch_sizes {args.batch_sizes}: one batch size and no --model_b, so there is nothing to compare; "
+            f"give two batch sizes (e.g. --batch_sizes 1,{max(8, int(args.sizes[0]) * 2)}) or a second backend with --model_b"
+        )
+    args.limit = whole_number(args.limit, "--limit", 1, "e.g. --limit 16")
+    args.min_identical = real_number(
+        args.min_identical, "--min_identical", "give a share such as 1.0 (every answer identical)", 0, 1
+    )
+    args.gen_kwargs_dict = gen_kwargs_flag(args.gen_kwargs)
+    key_values(args.model_args, "--model_args")
+    if args.model_args_b is not None:
+        key_values(args.model_args_b, "--model_args_b")
+    if args.output_path:
+        writable_folder(args.output_path, "--output_path")
+    return tasks
 
 
 def compare(reference: dict, other: dict) -> dict:
@@ -88,18 +119,20 @@ def _sampling(gen_kwargs: dict, tasks) -> bool:
 
 
 def run_check(args) -> tuple[dict, int]:
-    from lalm_eval.cli import _model_args, build_adapter
-    from lalm_eval.evaluator import evaluate
+    from lalm_eval.cli import build_adapter
+    from lalm_eval.evaluator import evaluate, open_tasks
 
-    sizes = _batch_sizes(args.batch_sizes)
-    gen_kwargs = _model_args(args.gen_kwargs)
-    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    tasks = check_args(args)
+    sizes, gen_kwargs = args.sizes, args.gen_kwargs_dict
+    # tasks, datasets and their first docs checked before a model is built
+    opened = open_tasks(tasks, include_path=args.include_path, cache_dir=Path(args.cache_dir), limit=args.limit)
     common = dict(
         include_path=args.include_path,
         limit=args.limit,
         gen_kwargs=gen_kwargs,
         cache_dir=Path(args.cache_dir),
         use_cache=False,
+        opened=opened,
     )
     adapter = build_adapter(args.model, args.model_args, args.device, args.cache_dir, use_response_cache=False)
     runs = {f"{args.model} @ batch {b}": evaluate(adapter, tasks, batch_size=b, **common) for b in sizes}
@@ -163,7 +196,6 @@ def main(argv: list[str]) -> int:
     print(format_report(report))
     if args.output_path:
         out = Path(args.output_path) / "check.json"
-        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"wrote {out}")
     verdict = "below" if status else "at or above"

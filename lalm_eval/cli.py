@@ -17,21 +17,174 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 from lalm_eval import __version__
-from lalm_eval.cli_support import parse_key_values
-from lalm_eval.errors import LalmEvalError
+from lalm_eval.errors import ConfigError
 
 DEFAULT_CACHE = Path(os.environ.get("LALM_EVAL_CACHE", Path.home() / ".cache" / "lalm_eval"))
 SUBCOMMANDS = ("tasks", "make-tiny-model", "paths", "report", "check", "train", "doctor")
 
+# -- flag values, checked before anything is loaded: each error names the flag and the fix -------
 
-def _model_args(text: str) -> dict:
-    return parse_key_values([p for p in text.split(",") if p.strip()]) if text else {}
+
+def key_values(text: str, flag: str = "--model_args", example: str = "pretrained=DIR,dtype=bfloat16") -> dict:
+    """``"k=v,k=v"`` → ``{k: v}``, values read as YAML (``3`` an int, ``true`` a bool); a part
+    without ``=``, an empty key, a key given twice or a value that is not YAML is an error naming
+    ``flag``."""
+    import yaml
+
+    out: dict = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"{flag}: {part.strip()!r} is not key=value; write {flag} {example}")
+        if key in out:
+            raise ConfigError(f"{flag}: {key!r} is given twice; give each key once")
+        try:
+            out[key] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise ConfigError(
+                f"{flag}: the value of {key!r} ({value!r}) cannot be read; quote it, e.g. {key}='{value}'"
+            ) from None
+    return out
+
+
+def _model_args(text: str, flag: str = "--model_args") -> dict:
+    return key_values(text, flag)
+
+
+def whole_number(value, flag: str, minimum: int, fix: str, maximum: int | None = None) -> int:
+    """``value`` (a flag's text or an int) as an int in ``[minimum, maximum]``, else an error naming ``flag``."""
+    text = str(value).strip()
+    try:
+        number = int(text)
+    except ValueError:
+        raise ConfigError(f"{flag}: {text!r} is not a whole number; {fix}") from None
+    if number < minimum or (maximum is not None and number > maximum):
+        bound = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
+        raise ConfigError(f"{flag}: must be a whole number {bound}, got {number}; {fix}")
+    return number
+
+
+def real_number(
+    value, flag: str, fix: str, minimum: float | None = None, maximum: float | None = None, above: bool = False
+) -> float:
+    """``value`` as a finite float within the bounds (``above``: strictly above ``minimum``)."""
+    text = str(value).strip()
+    try:
+        number = float(text)
+    except ValueError:
+        raise ConfigError(f"{flag}: {text!r} is not a number; {fix}") from None
+    low = minimum is not None and (number <= minimum if above else number < minimum)
+    if not math.isfinite(number) or low or (maximum is not None and number > maximum):
+        if minimum is not None and maximum is not None:
+            bound = f" from {minimum} to {maximum}"
+        elif minimum is not None:
+            bound = f" {'>' if above else '>='} {minimum}"
+        else:
+            bound = ""
+        raise ConfigError(f"{flag}: must be a finite number{bound}, got {text}; {fix}")
+    return number
+
+
+def task_names(text: str, flag: str = "--tasks") -> list[str]:
+    """The comma-separated names of ``flag``; none at all is an error (a run of no tasks measures nothing)."""
+    names = [t.strip() for t in (text or "").split(",") if t.strip()]
+    if not names:
+        raise ConfigError(
+            f"{flag}: no task names in {text!r}; give comma-separated task, group or tag names "
+            "(`lalm-eval tasks` lists them)"
+        )
+    return names
+
+
+def batch_size_flag(value, flag: str = "--batch_size") -> str:
+    """``auto`` or a whole number >= 1, as the string the adapters take. lm-eval's ``auto:N`` (re-measure
+    N times) is refused by name: the HF adapters' ``auto`` halves the batch on out-of-memory instead."""
+    text = str(value).strip().lower()
+    if text == "auto":
+        return "auto"
+    if text.startswith("auto:"):
+        raise ConfigError(
+            f"{flag}: {value!r}: lm-eval's auto:N is not supported; give auto (on CUDA the batch is halved on "
+            "each out-of-memory error) or a whole number >= 1"
+        )
+    return str(whole_number(text, flag, 1, "give a whole number >= 1 or auto"))
+
+
+def gen_kwargs_flag(text: str, flag: str = "--gen_kwargs") -> dict:
+    """``--gen_kwargs k=v,k=v`` read and checked (keys and values: :mod:`lalm_eval.tasks.gen_kwargs`)."""
+    from lalm_eval.tasks.gen_kwargs import check_gen_kwargs
+
+    return check_gen_kwargs(key_values(text, flag, "max_new_tokens=64,do_sample=false"), flag, "{key}={value}")
+
+
+DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
+
+
+def device_flag(value: str | None, flag: str = "--device") -> str | None:
+    if value is not None and not DEVICE.fullmatch(value.strip().lower()):
+        raise ConfigError(f"{flag}: {value!r} is not a device; give auto, cpu, cuda, cuda:N or mps")
+    return value
+
+
+def writable_folder(path, flag: str) -> Path:
+    """The folder ``path`` (made when missing), checked writable now, before any model call: a
+    file there, a file above it, or a folder that cannot be written is an error naming ``flag``."""
+    folder = Path(path).expanduser()
+    for above in (folder, *folder.parents):
+        if above.exists() or above.is_symlink():
+            if not above.is_dir():
+                where = "is a file, not a folder" if above == folder else f"is under {above}, which is a file"
+                raise ConfigError(f"{flag} {path}: {where}; give a folder (it is made when missing)")
+            break
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise ConfigError(
+            f"{flag} {path}: cannot write there ({exc.strerror or exc}); give a folder you can write to"
+        ) from None
+    return folder
+
+
+def check_eval_args(args) -> None:
+    """Every flag of a run checked (and converted) before a task, a dataset or a model is loaded;
+    ``--output_path`` is made and probed now, so that a finished evaluation is never lost to it."""
+    args.task_list = task_names(args.tasks)
+    if args.limit is not None:
+        args.limit = whole_number(args.limit, "--limit", 1, "omit --limit to run every doc")
+    args.seed = whole_number(args.seed, "--seed", 0, "e.g. --seed 1234", 2**32 - 1)
+    args.batch_size = batch_size_flag(args.batch_size)
+    if args.stream_chunk is not None:
+        args.stream_chunk = whole_number(
+            args.stream_chunk, "--stream_chunk", 0, "give a whole number (0: decode every request first)"
+        )
+    if args.max_cost is not None:
+        args.max_cost = real_number(args.max_cost, "--max_cost", "give a number of USD, e.g. 5", minimum=0)
+    if args.max_failure_share is not None:
+        args.max_failure_share = real_number(
+            args.max_failure_share, "--max_failure_share", "give a share such as 0.05", minimum=0, maximum=1
+        )
+    if args.prices is not None and not Path(args.prices).is_file():
+        raise ConfigError(
+            f"--prices {args.prices}: no such file; give a price table YAML (see lalm_eval/models/prices.yaml)"
+        )
+    args.gen_kwargs_dict = gen_kwargs_flag(args.gen_kwargs)
+    _model_args(args.model_args)
+    device_flag(args.device)
+    if args.output_path:
+        writable_folder(args.output_path, "--output_path")
 
 
 def eval_parser() -> argparse.ArgumentParser:
@@ -44,17 +197,16 @@ def eval_parser() -> argparse.ArgumentParser:
     ap.add_argument("--tasks", required=True, help="comma-separated task, group or tag names")
     ap.add_argument("--include_path", action="append", default=None, help="extra task folder (repeatable)")
     ap.add_argument("--batch_size", default="1", help="N or auto")
-    ap.add_argument("--limit", type=int, default=None, help="first N docs of each task")
+    ap.add_argument("--limit", default=None, help="first N docs of each task (N >= 1)")
     ap.add_argument("--output_path", default=None, help="folder for results_*.json, samples and report")
     ap.add_argument("--log_samples", action="store_true")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", default=0, help="0 to 4294967295 (numpy's range)")
     ap.add_argument("--device", default=None, help="cpu, cuda, cuda:N or auto (default: the adapter's)")
     ap.add_argument("--gen_kwargs", default="", help="k=v,k=v overriding every task's generation kwargs")
     ap.add_argument("--cache_dir", default=str(DEFAULT_CACHE), help="datasets, embeddings and response cache")
     ap.add_argument("--no_cache", action="store_true", help="do not read or write the response cache")
     ap.add_argument(
         "--stream_chunk",
-        type=int,
         default=None,
         help="cache misses decoded and generated at a time (default 64; at least the batch size; "
         "0: decode every request first): peak memory grows with this, not with the docs",
@@ -75,7 +227,6 @@ def eval_parser() -> argparse.ArgumentParser:
     )
     ap.add_argument(
         "--max_cost",
-        type=float,
         default=None,
         help="API adapters: stop sending requests once this many USD are spent (by the provider's "
         "usage and the price table); answers so far stay cached, a rerun resumes",
@@ -83,20 +234,12 @@ def eval_parser() -> argparse.ArgumentParser:
     ap.add_argument("--prices", default=None, help="price table YAML (default: lalm_eval/models/prices.yaml)")
     ap.add_argument(
         "--max_failure_share",
-        type=_share,
         default=None,
         help="exit with status 4 when a task's share of failed docs (generation errors, undecodable "
         "audio) exceeds this, 0-1 (default: only when every doc of a task failed); results are "
         "written either way",
     )
     return ap
-
-
-def _share(text: str) -> float:
-    value = float(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be a share between 0 and 1, got {text}")
-    return value
 
 
 def failed_tasks(results: dict, max_share: float | None = None) -> list[str]:
@@ -159,7 +302,10 @@ def attach_budget(adapter, args) -> None:
     if args.prices is None and args.max_cost is None:
         return
     if not hasattr(adapter, "budget"):
-        raise LalmEvalError(f"--max_cost/--prices: adapter {adapter.name!r} is not an API adapter; it has no price")
+        raise ConfigError(
+            f"--max_cost/--prices: adapter {adapter.name!r} is not an API adapter, so it has no price; "
+            "leave out --max_cost and --prices for it"
+        )
     from lalm_eval.cost import Budget, load_prices
 
     prices = load_prices(args.prices)
@@ -176,25 +322,46 @@ def build_adapter(
     with caches of their own, ``--cache_dir`` passed on; adapters that write answers to the response
     cache themselves, ``WRITES_RESPONSE_CACHE``, get none under ``--no_cache``). Unknown args are
     named with the ones the adapter takes."""
+    import difflib
     import inspect
 
+    from lalm_eval.errors import UnknownNameError
     from lalm_eval.models import MODELS
     from lalm_eval.parallel import local_device
 
     model_args = _model_args(model_args_text)
+    from_flag = device is not None
     device = local_device(device or model_args.get("device"))
     if device:
         model_args["device"] = device
-    adapter_cls = MODELS.get(model)
+    try:
+        adapter_cls = MODELS.get(model)
+    except UnknownNameError as exc:
+        raise UnknownNameError(f"--model: {exc}; give one of these names (plug-ins add more)") from None
     if "cache_dir" in inspect.signature(adapter_cls.__init__).parameters:  # adapters with caches of their own
         off = not use_response_cache and getattr(adapter_cls, "WRITES_RESPONSE_CACHE", False)
         model_args.setdefault("cache_dir", "none" if off else cache_dir)
     signature = inspect.signature(adapter_cls.__init__)
-    try:  # an argument the adapter does not take (or a missing one): name it, list the valid ones
+    params = [
+        n for n, p in signature.parameters.items() if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+    ]
+    takes_any = any(p.kind == p.VAR_KEYWORD for p in signature.parameters.values())
+    unknown = [] if takes_any else [k for k in model_args if k not in params]
+    if unknown:
+        key = unknown[0]
+        if key == "device" and from_flag:
+            raise ConfigError(f"--device: adapter {model!r} takes no device; leave out --device for it")
+        close = difflib.get_close_matches(key, params, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(
+            f"--model_args: {model} takes no argument {key!r}{hint}; it takes: {', '.join(params) or 'none'}"
+        )
+    try:  # a missing argument: name it, list the valid ones
         signature.bind(None, **model_args)
     except TypeError as exc:
-        params = [n for n, p in signature.parameters.items() if n != "self" and p.kind != p.VAR_KEYWORD]
-        raise LalmEvalError(f"--model {model}: bad model_args ({exc}); it takes: {', '.join(params)}") from None
+        raise ConfigError(
+            f"--model_args: {model} cannot be built from them ({exc}); it takes: {', '.join(params) or 'none'}"
+        ) from None
     return adapter_cls(**model_args)
 
 
@@ -203,19 +370,28 @@ def run_eval(args) -> int:
 
     import numpy as np
 
-    from lalm_eval.evaluator import evaluate
+    from lalm_eval.evaluator import evaluate, open_tasks
     from lalm_eval.report.assemble import write_outputs
 
+    check_eval_args(args)  # every flag, and --output_path made and probed
     random.seed(args.seed)
     np.random.seed(args.seed)
     from lalm_eval.parallel import is_main_process
 
-    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
-    from lalm_eval.tasks import TaskManager
+    tasks = args.task_list
+    # every task loaded (YAML, metrics, filters), its dataset, config and split opened and its first
+    # doc rendered: before a model is built
+    opened = open_tasks(tasks, include_path=args.include_path, cache_dir=Path(args.cache_dir), limit=args.limit)
+    for task, (docs, _, _) in zip(opened.tasks, opened.docs):
+        if not len(docs):
+            print(
+                f"lalm-eval: task {task.name!r} has no docs ({task.yaml_file}); it is reported empty", file=sys.stderr
+            )
+    judge_llm = None
+    if args.judge and not args.dry_run:
+        from lalm_eval.judges import judge_llm_from_spec
 
-    manager = TaskManager(include_paths=args.include_path)  # every task and its metric_list checked
-    for name in manager.resolve(tasks):  # before a model is built
-        manager.load_task(name)
+        judge_llm = judge_llm_from_spec(args.judge)
     adapter = build_adapter(
         args.model, args.model_args, args.device, args.cache_dir, use_response_cache=not args.no_cache
     )
@@ -228,35 +404,31 @@ def run_eval(args) -> int:
             tasks,
             include_path=args.include_path,
             limit=args.limit,
-            gen_kwargs=_model_args(args.gen_kwargs),
+            gen_kwargs=args.gen_kwargs_dict,
             cache_dir=Path(args.cache_dir),
             use_cache=not args.no_cache,
             stream_chunk=args.stream_chunk,
+            opened=opened,
         )
         print(format_plan(plan))
         if args.output_path:
             out = Path(args.output_path) / "dry_run.json"
-            out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")
             print(f"wrote {out}")
         return 0
-    judge_llm = None
-    if args.judge:
-        from lalm_eval.judges import judge_llm_from_spec
-
-        judge_llm = judge_llm_from_spec(args.judge)
     run = evaluate(
         adapter,
         tasks,
         include_path=args.include_path,
         batch_size=args.batch_size,
         limit=args.limit,
-        gen_kwargs=_model_args(args.gen_kwargs),
+        gen_kwargs=args.gen_kwargs_dict,
         cache_dir=Path(args.cache_dir),
         use_cache=not args.no_cache,
         judge_llm=judge_llm,
         seed=args.seed,
         stream_chunk=args.stream_chunk,
+        opened=opened,
     )
     budget = getattr(adapter, "budget", None)
     not_run = sum(r.get("samples", {}).get("failures", {}).get("budget", 0) for r in run["results"].values())
@@ -354,6 +526,16 @@ def run_subcommand(argv: list[str]) -> int:
     elif args.command == "report":
         from lalm_eval.report.combine import combine
 
+        for folder in args.folders:
+            if not folder.is_dir():
+                raise ConfigError(
+                    f"{folder}: {'is a file' if folder.exists() else 'no such folder'}, not a run's output folder; "
+                    "give the --output_path folders of lalm-eval runs"
+                )
+        if args.error_sample is not None:
+            whole_number(args.error_sample, "--error_sample", 1, "give how many failed answers to sample, e.g. 200")
+        if args.output_path is not None:
+            writable_folder(args.output_path, "--output_path")
         metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
         layouts = [x.strip() for x in args.layout.split(",") if x.strip()] if args.layout else None
         text, files = combine(
@@ -379,15 +561,16 @@ def run_subcommand(argv: list[str]) -> int:
     else:
         from lalm_eval.models.tiny import make_tiny_model
 
+        writable_folder(args.out_dir, "make-tiny-model OUT_DIR")
         texts = None
         if args.vocab == "word":
             from lalm_eval.training.data import example_texts, training_examples
 
             if not args.vocab_tasks:
-                from lalm_eval.errors import ConfigError
-
-                raise ConfigError("make-tiny-model --vocab word needs --vocab-tasks (the tasks whose words it learns)")
-            names = [t.strip() for t in args.vocab_tasks.split(",") if t.strip()]
+                raise ConfigError(
+                    "--vocab word: needs --vocab-tasks (the tasks whose words it learns); add --vocab-tasks T1,T2"
+                )
+            names = task_names(args.vocab_tasks, "--vocab-tasks")
             texts = example_texts(training_examples(names, Path(args.cache_dir), args.include_path))
         print(make_tiny_model(args.arch, args.out_dir, args.head_dim, args.vocab, texts, args.hidden_size))
     return 0

@@ -10,6 +10,7 @@ samples, seconds of audio sent and heard, failures by kind, token usage, every d
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import logging
@@ -27,8 +28,10 @@ from lalm_eval.cache import CachedAdapter, ResponseCache, encoded_audio_id, requ
 from lalm_eval.errors import AudioError, ConfigError, LalmEvalError
 from lalm_eval.hub.load import load_dataset_fresh
 from lalm_eval.metrics.scoring import ScoreItem, ScoringContext, make_metric, metric_name, summarize
+from lalm_eval.models.batching import resolve_batch_size
 from lalm_eval.parallel import common_keys, generate_sharded
 from lalm_eval.tasks import Task, TaskManager
+from lalm_eval.tasks.gen_kwargs import check_gen_kwargs
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +84,10 @@ def decode_audio(value) -> np.ndarray:
         return resample(np.asarray(value["array"], np.float32), int(value["sampling_rate"]), 16_000)
     if isinstance(value, dict) and value.get("path"):
         return read_audio(value["path"])[0]
-    raise AudioError(f"cannot decode audio value of type {type(value).__name__}")
+    raise AudioError(
+        f"audio value: cannot decode a {type(value).__name__}; doc_to_audio must give an Audio column's "
+        "value ({bytes, path}), an array or a file path"
+    )
 
 
 def open_docs(
@@ -120,6 +126,85 @@ def open_docs(
     if limit is not None:
         ds = ds.select(range(min(limit, n))) if hasattr(ds, "select") else list(ds)[:limit]
     return ds, n
+
+
+@dataclasses.dataclass
+class OpenedTasks:
+    """What :func:`open_tasks` checked before any model is built: the tasks resolved and loaded,
+    and per task its opened docs (no audio decoded), their count before ``limit`` and what
+    ``process_docs`` left out. :func:`evaluate` and :func:`plan_run` take it as ``opened=``; the
+    first run that scans the docs lets them go (so that their memory-mapped pages can leave the
+    RSS), a later one opens them again."""
+
+    names: list[str]
+    include_path: list | None
+    manager: TaskManager
+    tasks: list[Task]
+    docs: list[tuple[Sequence[dict], int, dict]]
+    cache_dir: Path
+    limit: int | None
+    consumed: bool = False
+
+    def take(self) -> list[tuple[Sequence[dict], int, dict]]:
+        """The opened docs, once; after that the tasks' datasets are opened again."""
+        if self.consumed:
+            self.docs = open_tasks(
+                self.names, include_path=self.include_path, cache_dir=self.cache_dir, limit=self.limit
+            ).docs
+        docs, self.docs, self.consumed = self.docs, [], True
+        return docs
+
+
+@contextlib.contextmanager
+def naming_task(task: Task):
+    """A project error raised while ``task``'s data is opened or read, told with the task's YAML
+    and name in front (unless it names the YAML already), so that the user knows which task of a
+    group the dataset, split or config belongs to."""
+    try:
+        yield
+    except LalmEvalError as exc:
+        if str(task.yaml_file) not in str(exc):
+            exc.args = (f"{task.yaml_file}: task {task.name!r}: {exc}", *exc.args[1:])
+        raise
+
+
+def probe_doc(task: Task, docs: Sequence[dict]) -> None:
+    """Render the first doc's prompt, audio references, target and subjects, so that a template
+    or hook that does not fit the dataset fails now, not after the model has loaded."""
+    if len(docs):
+        doc = dict(docs[0])
+        task.messages(doc)
+        task.render_target(doc)
+        task.subjects_of(doc)
+
+
+def open_tasks(task_names: list[str], *, include_path=None, cache_dir: Path, limit: int | None = None) -> OpenedTasks:
+    """Every task of ``task_names`` loaded (its YAML, metrics and filters checked), its dataset
+    opened (a missing dataset, config or split is an error naming the task) and its first doc
+    rendered: what can be wrong with the tasks and their data shows before a model is built."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ConfigError(f"limit: must be a whole number >= 1, got {limit!r}; omit it to run every doc")
+    manager = TaskManager(include_paths=include_path)
+    tasks = [manager.load_task(n) for n in manager.resolve(task_names)]
+    opened = []
+    for task in tasks:
+        excluded: dict = {}
+        with naming_task(task):
+            docs, n_original = open_docs(task, Path(cache_dir), limit, excluded=excluded)
+            probe_doc(task, docs)
+        opened.append((docs, n_original, excluded))
+    if tasks and not any(len(docs) for docs, _, _ in opened):
+        left_out = {k: v for _, _, excluded in opened for k, v in excluded.items()}
+        why = (
+            f" ({', '.join(f'{k}: {v}' for k, v in sorted(left_out.items()))} left out by process_docs)"
+            if left_out
+            else ""
+        )
+        raise ConfigError(
+            f"{tasks[0].yaml_file}: no docs to evaluate in {', '.join(t.name for t in tasks)}{why}; "
+            "check the tasks' dataset_path, dataset_name and test_split"
+        )
+    return OpenedTasks(list(task_names), include_path, manager, tasks, opened, Path(cache_dir), limit)
 
 
 def load_docs(task: Task, cache_dir: Path, limit: int | None, split: str | None = None) -> tuple[list[dict], int]:
@@ -190,8 +275,8 @@ def _decoded_request(run: TaskRun, p: PendingDoc, identity: dict) -> Request | N
         run.source = run.reopen()
         if len(run.source) != len(run.docs):
             raise LalmEvalError(
-                f"{run.task.name}: the dataset changed during the run ({len(run.docs)} docs when "
-                f"scanned, {len(run.source)} now)"
+                f"{run.task.yaml_file}: task {run.task.name!r}: the dataset changed during the run "
+                f"({len(run.docs)} docs when scanned, {len(run.source)} now); run again (answers so far are cached)"
             )
     try:
         audios = tuple(decode_audio(a) for a in run.task.audio_of(dict(run.source[p.doc_id])))
@@ -341,7 +426,10 @@ def apply_filters(task: Task, text: str, counters: dict) -> str:
             elif step.get("function") in ("take_first", "strip"):
                 text = text.strip()
             else:
-                raise ConfigError(f"{task.yaml_file}: unsupported filter function {step.get('function')!r}")
+                raise ConfigError(
+                    f"{task.yaml_file}: unsupported filter function {step.get('function')!r}; "
+                    "use regex, take_first or strip"
+                )
     return text
 
 
@@ -451,24 +539,29 @@ def scan_runs(
     cache_dir: Path,
     cache: ResponseCache | None = None,
     light: bool = True,
+    opened: OpenedTasks | None = None,
 ) -> tuple[TaskManager, list[Task], list[TaskRun], dict]:
     """Tasks resolved and loaded, their docs scanned (:func:`scan_docs`: prompts and keys, no audio
     decoded; with ``light`` docs kept without audio bytes and each dataset let go until its misses
     are decoded, so its memory-mapped pages leave the RSS), and the cached responses of the keyed
     docs — those that every data-parallel process finds, so that all processes stream the same
-    misses."""
-    manager = TaskManager(include_paths=include_path)
-    tasks = [manager.load_task(n) for n in manager.resolve(task_names)]
+    misses. ``opened`` (:func:`open_tasks`, made before the adapter was built) holds the tasks and
+    their opened docs; without it they are opened here."""
+    if opened is None:
+        opened = open_tasks(task_names, include_path=include_path, cache_dir=cache_dir, limit=limit)
+    manager, tasks, cache_dir, limit = opened.manager, opened.tasks, opened.cache_dir, opened.limit
     identity = adapter.identity()
     runs = []
+    pending = opened.take()
     for task in tqdm(tasks, desc="loading tasks"):
-        excluded: dict = {}
-        docs, n_original = open_docs(task, cache_dir, limit, excluded=excluded)
-        run = scan_docs(task, docs, identity, gen_kwargs or {}, light=light)
-        run.n_original, run.excluded = n_original, excluded
+        docs, n_original, excluded = pending.pop(0)
+        with naming_task(task):
+            run = scan_docs(task, docs, identity, gen_kwargs or {}, light=light)
+        run.n_original, run.excluded = n_original, dict(excluded)
         if light:  # the mapped rows leave the RSS now; the dataset is opened again for the misses
             run.source, run.reopen = None, functools.partial(_reopened, task, cache_dir, limit)
         runs.append(run)
+        del docs
     found = cache.get_many(p.key for run in runs for p in run.pending if p.key) if cache is not None else {}
     agreed = common_keys(found)
     return manager, tasks, runs, {k: v for k, v in found.items() if k in agreed}
@@ -485,7 +578,9 @@ def stream_chunk_size(stream_chunk: int | None, batch_size, cache_chunk: int) ->
     unchunked run."""
     chunk = DEFAULT_STREAM_CHUNK if stream_chunk is None else stream_chunk
     if not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 0:
-        raise ConfigError(f"stream_chunk must be a whole number >= 0 (0: no chunking), got {stream_chunk!r}")
+        raise ConfigError(
+            f"stream_chunk: must be a whole number >= 0, got {stream_chunk!r}; give e.g. 64 (0: no chunking)"
+        )
     if chunk == 0:
         return None
     if str(batch_size).isdigit():
@@ -518,12 +613,15 @@ def plan_run(
     cache_dir: Path,
     use_cache: bool = True,
     stream_chunk: int | None = None,
+    opened: OpenedTasks | None = None,
 ) -> dict:
     """What a run would send, without calling the model (``--dry_run``): per task and in total the
     requests, how many the response cache already answers (they cost nothing), the audio seconds
     of the rest, and — from an adapter with ``estimate(requests)`` (the API adapters) — its token
     and price estimate for them. Audio is decoded ``stream_chunk`` requests at a time (cache misses
     only) and only its length kept."""
+    chunk = stream_chunk_size(stream_chunk, 1, _cache_chunk(1))
+    check_gen_kwargs(dict(gen_kwargs or {}), "gen_kwargs")
     cache = ResponseCache(Path(cache_dir) / "responses.sqlite") if use_cache else None
     _, _, runs, found = scan_runs(
         adapter,
@@ -533,8 +631,8 @@ def plan_run(
         gen_kwargs=gen_kwargs,
         cache_dir=cache_dir,
         cache=cache,
+        opened=opened,
     )
-    chunk = stream_chunk_size(stream_chunk, 1, _cache_chunk(1))
     stream_requests(runs, found, adapter.identity(), chunk, lambda requests: [None] * len(requests), _shape_only)
     decoded_keys = [r.key for run in runs for r in run.requests if r.key not in found]
     if cache is not None:  # docs keyed by their decoded samples: now that their keys are known
@@ -583,6 +681,7 @@ def evaluate(
     judge_llm=None,
     seed: int = 0,
     stream_chunk: int | None = None,
+    opened: OpenedTasks | None = None,
 ) -> dict:
     """Everything the results file needs, plus per-task sample rows under ``"_samples"``.
 
@@ -592,8 +691,17 @@ def evaluate(
     all at once), across tasks in task and doc order, their audio dropped once answered. So at
     most one chunk of decoded audio is alive, whatever the number of docs; cached answers never
     decode audio. Requests, their order, the batches the adapter sees and the scores do not depend
-    on the chunk size."""
+    on the chunk size.
+
+    ``batch_size``, ``stream_chunk`` and ``gen_kwargs`` are checked first, whatever the cache holds
+    (a run answered from the cache alone would otherwise accept any value)."""
     t0 = time.perf_counter()
+    try:
+        resolve_batch_size(batch_size, on_cuda=False)
+    except ConfigError:
+        raise ConfigError(f"batch_size: must be a whole number >= 1 or auto, got {batch_size!r}; give e.g. 8") from None
+    chunk = stream_chunk_size(stream_chunk, batch_size, _cache_chunk(batch_size))
+    check_gen_kwargs(dict(gen_kwargs or {}), "gen_kwargs")
     cache = ResponseCache(Path(cache_dir) / "responses.sqlite") if use_cache else None
     manager, tasks, runs, found = scan_runs(
         adapter,
@@ -603,11 +711,11 @@ def evaluate(
         gen_kwargs=gen_kwargs,
         cache_dir=cache_dir,
         cache=cache,
+        opened=opened,
     )
     model = adapter
     if cache is not None:
         model = CachedAdapter(adapter, cache, chunk_size=_cache_chunk(batch_size))
-    chunk = stream_chunk_size(stream_chunk, batch_size, _cache_chunk(batch_size))
     per_run = stream_requests(
         runs,
         found,

@@ -258,7 +258,10 @@ def test_task_hash_follows_config_and_hook_source(tmp_path):
 def test_templates_render_doc_fields_strictly(tmp_path):
     task = Task.from_yaml(task_yaml(tmp_path, "t"))
     assert task.render_text({"question": "who?", "answer": "x"}) == "who?"
-    with pytest.raises(ConfigError, match=r"doc_to_text: 'question' is undefined; the doc has fields \['answer'\]"):
+    with pytest.raises(
+        ConfigError,
+        match=r"task 't': doc_to_text: 'question' is undefined in the template .*; use the doc's fields: answer",
+    ):
         task.render_text({"answer": "x"})
 
 

@@ -21,8 +21,9 @@ from typing import Any
 import jinja2
 import jinja2.nativetypes
 
-from lalm_eval.errors import ConfigError
+from lalm_eval.errors import ConfigError, UnknownNameError
 from lalm_eval.metrics.scoring import make_metric
+from lalm_eval.tasks.gen_kwargs import check_gen_kwargs
 from lalm_eval.tasks.loader import FunctionRef, load_yaml
 
 TEMPLATE_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
@@ -83,7 +84,7 @@ class TaskConfig:
         """Build and validate; an unknown, missing or mistyped key is a ConfigError naming ``file``."""
         check_known_keys(cls, data, file, "task")
         if "task" not in data:
-            raise ConfigError(f"{file}: missing key 'task' (the task's name)")
+            raise ConfigError(f"{file}: missing key 'task' (the task's name); add task: <name>")
         config = cls(**data)
         _validate_task(config, str(file))
         return config
@@ -118,7 +119,7 @@ class GroupConfig:
         check_known_keys(cls, data, file, "group")
         for key in ("group", "task"):
             if key not in data:
-                raise ConfigError(f"{file}: missing key {key!r} in group config")
+                raise ConfigError(f"{file}: missing key {key!r} in group config; add {key}: ...")
         data = dict(data)
         if isinstance(data["task"], str):
             data["task"] = [data["task"]]
@@ -142,13 +143,14 @@ def check_known_keys(cls, data: dict, file, kind: str) -> None:
             raise ConfigError(f"{file}: unknown {kind} key {key!r}{hint}; known keys: {', '.join(known)}")
 
 
-def _fail(file: str, key: str, message: str):
-    raise ConfigError(f"{file}: {key}: {message}")
+def _fail(file: str, key: str, message: str, fix: str | None = None):
+    """``<file>: <key>: <message>; <fix>`` (the fix defaults to naming what to correct)."""
+    raise ConfigError(f"{file}: {key}: {message}; {fix or f'correct {key} in this task YAML'}")
 
 
-def _want(file: str, key: str, value, types: tuple, what: str) -> None:
+def _want(file: str, key: str, value, types: tuple, what: str, fix: str | None = None) -> None:
     if value is not None and not isinstance(value, types):
-        _fail(file, key, f"must be {what}, got {type(value).__name__} {value!r}")
+        _fail(file, key, f"must be {what}, got {type(value).__name__} {value!r}", fix or f"write {key} as {what}")
 
 
 def check_template(file: str, key: str, value, bare_name_check: bool = True) -> None:
@@ -156,31 +158,50 @@ def check_template(file: str, key: str, value, bare_name_check: bool = True) -> 
     if value is None or isinstance(value, FunctionRef):
         return
     if not isinstance(value, str):
-        _fail(file, key, f"must be a Jinja2 template string or !function module.fn, got {value!r}")
+        _fail(
+            file,
+            key,
+            f"must be a Jinja2 template string or !function module.fn, got {value!r}",
+            "quote the template, e.g. '{{ question }}'",
+        )
     if bare_name_check and _BARE_NAME.match(value.strip()):
         _fail(
             file,
             key,
-            f"{value!r} looks like an lm-eval column name; in lalm-eval a string is always a "
-            f"Jinja2 template: write '{{{{ {value.strip()} }}}}' to use the doc field",
+            f"{value!r} looks like an lm-eval column name, and in lalm-eval a string is always a Jinja2 template",
+            f"write '{{{{ {value.strip()} }}}}' to use the doc field",
         )
     try:
         TEMPLATE_ENV.parse(value)
     except jinja2.TemplateSyntaxError as exc:
-        _fail(file, key, f"invalid Jinja2 template (line {exc.lineno}): {exc.message}")
+        _fail(
+            file,
+            key,
+            f"invalid Jinja2 template (line {exc.lineno} of the template): {exc.message}",
+            "fix the template's syntax (https://jinja.palletsprojects.com/en/stable/templates/)",
+        )
 
 
 def _validate_task(c: TaskConfig, file: str) -> None:
     if not isinstance(c.task, str) or not c.task.strip() or "," in c.task:
-        _fail(file, "task", f"must be a non-empty name without commas, got {c.task!r}")
+        _fail(file, "task", f"must be a non-empty name without commas, got {c.task!r}", "give the task a name")
     for key in ("task_alias", "dataset_path", "dataset_name", "test_split", "validation_split", "training_split"):
         _want(file, key, getattr(c, key), (str,), "a string")
     if not (
         isinstance(c.tag, (str, type(None))) or (isinstance(c.tag, list) and all(isinstance(t, str) for t in c.tag))
     ):
-        _fail(file, "tag", f"must be a name or a list of names, got {c.tag!r}")
+        _fail(file, "tag", f"must be a name or a list of names, got {c.tag!r}", "write tag: name or tag: [a, b]")
     for key in ("dataset_kwargs", "generation_kwargs"):
-        _want(file, key, getattr(c, key), (dict,), "a mapping")
+        _want(file, key, getattr(c, key), (dict,), "a mapping", f"write {key}: {{name: value, ...}}")
+    if c.generation_kwargs:
+        check_gen_kwargs(c.generation_kwargs, f"{file}: generation_kwargs")
+    if c.dataset_path is None and "prepare_dataset" not in (c.hooks or {}):
+        _fail(
+            file,
+            "dataset_path",
+            "missing, so the task has no docs",
+            "give dataset_path: a local folder (Parquet + card) or a Hub dataset id",
+        )
     for key in ("process_docs", "process_results", "doc_to_messages"):
         _want(file, key, getattr(c, key), (FunctionRef,), "a !function module.fn")
     for key in ("doc_to_text", "doc_to_target", "doc_to_audio", "doc_to_subjects"):
@@ -188,13 +209,18 @@ def _validate_task(c: TaskConfig, file: str) -> None:
     _want(file, "description", c.description, (str,), "a Jinja2 template string")
     check_template(file, "description", c.description, bare_name_check=False)
     if c.doc_to_text is None and c.doc_to_messages is None:
-        _fail(file, "doc_to_text", "missing: a task needs doc_to_text (or doc_to_messages) to build prompts")
+        _fail(
+            file,
+            "doc_to_text",
+            "missing, and a task needs doc_to_text (or doc_to_messages) to build prompts",
+            "add doc_to_text: '{{ question }}' (a Jinja2 template over the doc's fields)",
+        )
     if c.output_type not in SUPPORTED_OUTPUT_TYPES:
         _fail(
             file,
             "output_type",
-            f"{c.output_type!r} is not supported; lalm-eval runs generative tasks "
-            f"only: {', '.join(SUPPORTED_OUTPUT_TYPES)}",
+            f"{c.output_type!r} is not supported",
+            f"lalm-eval runs generative tasks only: {', '.join(SUPPORTED_OUTPUT_TYPES)}",
         )
     _validate_metrics(c.metric_list, file)
     _validate_filters(c.filter_list, file)
@@ -202,56 +228,117 @@ def _validate_task(c: TaskConfig, file: str) -> None:
         _fail(
             file,
             "metadata",
-            f"must be a mapping with a 'version' (e.g. metadata: {{version: 1.0}}), got {c.metadata!r}",
+            f"must be a mapping with a 'version', got {c.metadata!r}",
+            "write e.g. metadata: {version: 1.0}",
         )
     _want(file, "hooks", c.hooks, (dict,), "a mapping of hook name → !function module.fn")
     for name, ref in (c.hooks or {}).items():
         _want(file, f"hooks.{name}", ref, (FunctionRef,), "a !function module.fn")
         if ref is None:
-            _fail(file, f"hooks.{name}", "must be a !function module.fn, got null")
+            _fail(file, f"hooks.{name}", "must be a !function module.fn, got null", f"write {name}: !function utils.fn")
 
 
 def _validate_metrics(metrics, file: str) -> None:
     _want(file, "metric_list", metrics, (list,), "a list of {metric, aggregation, higher_is_better}")
     for i, m in enumerate(metrics or []):
         if not isinstance(m, dict) or "metric" not in m:
-            _fail(file, f"metric_list[{i}]", f"must be a mapping with a 'metric', got {m!r}")
+            _fail(
+                file,
+                f"metric_list[{i}]",
+                f"must be a mapping with a 'metric', got {m!r}",
+                "write - {metric: exact_match, aggregation: mean, higher_is_better: true}",
+            )
         name = m["metric"]
         if not isinstance(name, (str, FunctionRef)):
-            _fail(file, f"metric_list[{i}]", f"'metric' must be a name or !function, got {name!r}")
+            _fail(
+                file,
+                f"metric_list[{i}]",
+                f"'metric' must be a name or !function, got {name!r}",
+                "name a registered metric or a !function module.fn",
+            )
         for key in ("aggregation", "higher_is_better"):
             if key not in m:
                 _fail(
                     file,
                     f"metric_list[{i}] (metric {str(name)!r})",
-                    f"missing {key!r}; lalm-eval requires aggregation and higher_is_better on every "
-                    f"metric (e.g. aggregation: mean, higher_is_better: true)",
+                    f"missing {key!r}",
+                    "lalm-eval requires aggregation and higher_is_better on every metric "
+                    "(e.g. aggregation: mean, higher_is_better: true)",
                 )
         if not isinstance(m["aggregation"], (str, FunctionRef)):
             _fail(
                 file,
                 f"metric_list[{i}] (metric {str(name)!r})",
                 f"aggregation must be a name or !function, got {m['aggregation']!r}",
+                "write e.g. aggregation: mean",
             )
         if not isinstance(m["higher_is_better"], bool):
             _fail(
                 file,
                 f"metric_list[{i}] (metric {str(name)!r})",
                 f"higher_is_better must be true or false, got {m['higher_is_better']!r}",
+                "write higher_is_better: true or false",
             )
         # the metric itself: a registered name, its options and the aggregation it accepts
-        make_metric(m, where=f"{file}: metric_list[{i}]")
+        try:
+            make_metric(m, where=f"{file}: metric_list[{i}]")
+        except UnknownNameError as exc:  # the registry's message lists the names; say what to do
+            if "; " in str(exc):
+                raise
+            raise UnknownNameError(f"{exc}; name one of these metrics or a !function module.fn") from None
+
+
+#: the filter functions :func:`lalm_eval.evaluator.apply_filters` runs, and the keys each step takes
+FILTER_FUNCTIONS = {"regex": {"regex_pattern", "group_select"}, "take_first": set(), "strip": set()}
 
 
 def _validate_filters(filters, file: str) -> None:
+    """Every filter step names a function the evaluator runs, with its options (checked now, not
+    after the model has answered)."""
     _want(file, "filter_list", filters, (list,), "a list of {name, filter: [{function, ...}]}")
     for i, f in enumerate(filters or []):
         steps = f.get("filter") if isinstance(f, dict) else None
         if not isinstance(f, dict) or not isinstance(f.get("name"), str) or not isinstance(steps, list):
-            _fail(file, f"filter_list[{i}]", f"must be a mapping with 'name' and a 'filter' list, got {f!r}")
+            _fail(
+                file,
+                f"filter_list[{i}]",
+                f"must be a mapping with 'name' and a 'filter' list, got {f!r}",
+                "write - {name: answer, filter: [{function: take_first}]}",
+            )
         for j, step in enumerate(steps):
+            where = f"filter_list[{i}].filter[{j}]"
             if not isinstance(step, dict) or "function" not in step:
-                _fail(file, f"filter_list[{i}].filter[{j}]", f"must be a mapping with a 'function', got {step!r}")
+                _fail(file, where, f"must be a mapping with a 'function', got {step!r}", "write {function: take_first}")
+            function = step["function"]
+            if function not in FILTER_FUNCTIONS:
+                close = difflib.get_close_matches(str(function), list(FILTER_FUNCTIONS), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                _fail(
+                    file,
+                    where,
+                    f"unknown filter function {function!r}{hint}",
+                    f"use one of {', '.join(FILTER_FUNCTIONS)}",
+                )
+            extra = sorted(set(step) - {"function"} - FILTER_FUNCTIONS[function])
+            if extra:
+                known = ", ".join(sorted(FILTER_FUNCTIONS[function])) or "none"
+                _fail(file, where, f"{function}: unknown key(s) {extra}", f"the keys it takes: {known}")
+            if function == "regex":
+                pattern = step.get("regex_pattern")
+                if not isinstance(pattern, str):
+                    _fail(file, where, f"regex: regex_pattern must be a string, got {pattern!r}", "quote the pattern")
+                try:
+                    re.compile(pattern, flags=re.S)
+                except re.error as exc:
+                    _fail(file, where, f"regex: regex_pattern {pattern!r} does not compile ({exc})", "fix the pattern")
+                select = step.get("group_select", 0)
+                if isinstance(select, bool) or not isinstance(select, int):
+                    _fail(
+                        file,
+                        where,
+                        f"regex: group_select must be a whole number, got {select!r}",
+                        "write e.g. group_select: 0 (the first match) or -1 (the last)",
+                    )
 
 
 def _validate_group(g: GroupConfig, file: str) -> None:
@@ -265,8 +352,8 @@ def _validate_group(g: GroupConfig, file: str) -> None:
             _fail(
                 file,
                 f"task[{i}]",
-                f"must be a task, tag or group name (inline task definitions are not "
-                f"supported: give the task its own YAML), got {name!r}",
+                f"must be a task, tag or group name (inline task definitions are not supported), got {name!r}",
+                "give the task its own YAML and list its name here",
             )
     _want(
         file,
@@ -281,9 +368,14 @@ def _validate_group(g: GroupConfig, file: str) -> None:
             _fail(file, where, f"must be a mapping with a 'metric' name, got {m!r}")
         extra = sorted(set(m) - {"metric", "aggregation", "weight_by_size"})
         if extra:
-            _fail(file, where, f"unknown key(s) {extra}; known: metric, aggregation, weight_by_size")
+            _fail(file, where, f"unknown key(s) {extra}", "the keys it takes: metric, aggregation, weight_by_size")
         if m.get("aggregation") != "mean":
-            _fail(file, where, f"aggregation must be 'mean' (the only group aggregation), got {m.get('aggregation')!r}")
+            _fail(
+                file,
+                where,
+                f"aggregation must be 'mean' (the only group aggregation), got {m.get('aggregation')!r}",
+                "write aggregation: mean",
+            )
         if not isinstance(m.get("weight_by_size", False), bool):
             _fail(file, where, f"weight_by_size must be true or false, got {m['weight_by_size']!r}")
     _want(file, "metadata", g.metadata, (dict,), "a mapping")

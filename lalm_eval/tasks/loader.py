@@ -11,6 +11,7 @@ their own ``utils.py``. Every other non-standard tag (``!!python/object`` …) i
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import importlib.util
 import re
@@ -69,14 +70,18 @@ class FunctionRef:
                 f"folder {folder}; hooks are Python files beside the YAML, not importable modules"
             )
         if not file.resolve().is_relative_to(folder):
-            raise ConfigError(f"{where}: !function {self.spec!r}: {file} resolves outside the task folder {folder}")
+            raise ConfigError(
+                f"{where}: !function {self.spec!r}: {file} resolves outside the task folder {folder}; "
+                "put the hook file in the task folder"
+            )
 
     def source_text(self) -> str:
         try:
             return self.module_file.read_text(encoding="utf-8")
         except OSError as exc:
             raise ConfigError(
-                f"{self.yaml_file}: !function {self.spec!r}: cannot read {self.module_file}: {exc}"
+                f"{self.yaml_file}: !function {self.spec!r}: cannot read {self.module_file} ({exc.strerror}); "
+                "make the hook file readable"
             ) from exc
 
     def resolve(self) -> Callable:
@@ -85,9 +90,11 @@ class FunctionRef:
             module = _load_module(self.module_file, self.yaml_file)
             if not hasattr(module, self.attr):
                 names = sorted(n for n in vars(module) if not n.startswith("_"))
+                close = difflib.get_close_matches(self.attr, names, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
                 raise ConfigError(
                     f"{self.yaml_file}: !function {self.spec!r}: {self.module_file} has no "
-                    f"attribute {self.attr!r}; it defines {names}"
+                    f"function {self.attr!r}{hint}; it defines: {', '.join(names) or 'nothing public'}"
                 )
             object.__setattr__(self, "_fn", getattr(module, self.attr))
         return self._fn
@@ -114,7 +121,10 @@ def _load_module(file: Path, yaml_file: Path) -> ModuleType:
         spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[name]
-        raise ConfigError(f"{yaml_file}: importing hook module {file} failed: {exc!r}") from exc
+        raise ConfigError(
+            f"{yaml_file}: importing hook module {file} failed ({exc!r}); fix the hook file "
+            "(--verbose shows the traceback)"
+        ) from exc
     _MODULES[key] = module
     return module
 
@@ -134,7 +144,7 @@ class TaskYamlLoader(yaml.SafeLoader):
                 if key_node.value in seen:
                     raise ConfigError(
                         f"{self.yaml_file}:{line}: key {key_node.value!r} is written twice (first "
-                        f"on line {seen[key_node.value]}); override a base file's keys with include:"
+                        f"on line {seen[key_node.value]}); keep one (a base file's keys are overridden with include:)"
                     )
                 seen[key_node.value] = line
         return super().construct_mapping(node, deep)
@@ -143,7 +153,8 @@ class TaskYamlLoader(yaml.SafeLoader):
 def _construct_function(loader: TaskYamlLoader, node: yaml.Node) -> FunctionRef:
     if not isinstance(node, yaml.ScalarNode):
         raise ConfigError(
-            f"{loader.yaml_file}:{node.start_mark.line + 1}: !function takes one 'module.function' string"
+            f"{loader.yaml_file}:{node.start_mark.line + 1}: !function takes one 'module.function' string; "
+            "write e.g. !function utils.doc_to_text"
         )
     ref = FunctionRef(str(loader.construct_scalar(node)).strip(), loader.yaml_file)
     if loader.check_functions:
@@ -160,15 +171,30 @@ def parse_yaml(path: Path, check_functions: bool = True) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read task YAML: {exc}") from exc
+        raise ConfigError(f"{path}: cannot read task YAML ({exc.strerror or exc}); check the file") from exc
     loader = TaskYamlLoader(text)
     loader.yaml_file, loader.check_functions = path, check_functions
     try:
         return loader.get_single_data()
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid task YAML (only plain YAML and !function are allowed): {exc}") from None
+        raise ConfigError(_yaml_error(path, exc)) from None
     finally:
         loader.dispose()
+
+
+def _yaml_error(path: Path, exc: yaml.YAMLError) -> str:
+    """``<file>:<line>: invalid task YAML: <problem>; <fix>``, one line (PyYAML's own text spans several)."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+    what = " ".join(str(x) for x in (getattr(exc, "context", None), getattr(exc, "problem", None)) if x) or str(exc)
+    if mark is not None:
+        what += f" (column {mark.column + 1})"
+    what = " ".join(what.replace(";", ",").split())
+    if isinstance(exc, yaml.constructor.ConstructorError) and "tag" in what:
+        fix = "only plain YAML and the !function tag are allowed in task files"
+    else:
+        fix = "fix the YAML syntax there (only plain YAML and !function are allowed)"
+    return f"{where}: invalid task YAML: {what}; {fix}"
 
 
 def load_yaml(path: Path, check_functions: bool = True, _stack: tuple[Path, ...] = ()) -> dict:
@@ -176,24 +202,29 @@ def load_yaml(path: Path, check_functions: bool = True, _stack: tuple[Path, ...]
     path = Path(path).resolve()
     if path in _stack:
         chain = " -> ".join(str(p) for p in (*_stack, path))
-        raise ConfigError(f"{_stack[-1]}: include cycle: {chain}")
+        raise ConfigError(f"{_stack[-1]}: include cycle: {chain}; remove one of these includes")
     data = parse_yaml(path, check_functions)
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: a task or group YAML must be a mapping of keys, got {type(data).__name__}")
+        raise ConfigError(
+            f"{path}: a task or group YAML must be a mapping of keys, got {type(data).__name__}; "
+            "write key: value lines (task:, dataset_path:, ...)"
+        )
     includes = data.pop("include", None)
     if includes is None:
         return data
     if isinstance(includes, str):
         includes = [includes]
     if not isinstance(includes, list) or not all(isinstance(i, str) for i in includes):
-        raise ConfigError(f"{path}: 'include' must be a file name or a list of file names, got {includes!r}")
+        raise ConfigError(
+            f"{path}: 'include' must be a file name or a list of file names, got {includes!r}; write include: base.yaml"
+        )
     merged: dict = {}
     for name in includes:
         target = path.parent / name
         if not target.is_file():
-            raise ConfigError(f"{path}: include {name!r}: no such file {target}")
+            raise ConfigError(f"{path}: include {name!r}: no such file {target}; name a YAML file beside this one")
         merged.update(load_yaml(target, check_functions, (*_stack, path)))
     merged.update(data)
     return merged

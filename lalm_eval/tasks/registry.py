@@ -38,7 +38,9 @@ class TaskManager:
         paths = [Path(p) for p in include_paths or []]
         for p in paths:
             if not p.exists():
-                raise ConfigError(f"task include path {p} does not exist")
+                raise ConfigError(
+                    f"--include_path {p}: no such file or folder; give a folder of task YAML files (or one YAML file)"
+                )
         self.paths = ([tasks_dir()] if include_defaults else []) + paths
         self._entries: dict[str, _Entry] = {}
         self._tags: dict[str, list[str]] = {}
@@ -49,7 +51,7 @@ class TaskManager:
             if tag in self._entries:
                 other = self._entries[tag]
                 raise ConfigError(
-                    f"name {tag!r} is a tag in {file} and a {other.kind} in {other.file}; rename one of them"
+                    f"{file}: name {tag!r} is a tag here and a {other.kind} in {other.file}; rename one of them"
                 )
 
     def _yaml_files(self) -> list[Path]:
@@ -74,16 +76,18 @@ class TaskManager:
                 raise ConfigError(
                     f"{file}: 'task' is a list but there is no 'group' key; a group YAML needs 'group: <name>'"
                 )
-            raise ConfigError(f"{file}: {kind!r} must be a name, got {name!r}")
+            raise ConfigError(f"{file}: {kind!r} must be a name, got {name!r}; write {kind}: <name>")
         if name in self._entries:
             other = self._entries[name]
-            raise ConfigError(f"duplicate name {name!r}: {other.kind} in {other.file} and {kind} in {file}")
+            raise ConfigError(
+                f"{file}: duplicate name {name!r} ({kind} here, {other.kind} in {other.file}); rename one of them"
+            )
         self._entries[name] = _Entry(kind, file)
         if kind == "task":
             tags = names.get("tag") or []
             for tag in [tags] if isinstance(tags, str) else tags:
                 if not isinstance(tag, str):
-                    raise ConfigError(f"{file}: tag must be a name or a list of names, got {tags!r}")
+                    raise ConfigError(f"{file}: tag must be a name or a list of names, got {tags!r}; write tag: [a, b]")
                 self._tags.setdefault(tag, []).append(name)
                 self._tag_files.setdefault(tag, file)
 
@@ -106,10 +110,10 @@ class TaskManager:
         known = sorted({*self._entries, *self._tags})
         close = difflib.get_close_matches(name, known, n=3)
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
-        listing = ", ".join(known[:50]) + (" …" if len(known) > 50 else "")
+        searched = ", ".join(map(str, self.paths)) or "no folders"
         return UnknownTaskError(
-            f"unknown {kind} {name!r}{hint} (known: {listing or 'none'}; "
-            f"searched {', '.join(map(str, self.paths)) or 'no folders'})"
+            f"unknown {kind} {name!r}{hint} (searched {searched}); `lalm-eval tasks` lists the "
+            f"{len(known)} known names, --include_path adds a folder of task YAML files"
         )
 
     def _entry(self, name: str, kind: str | None = None) -> _Entry:
@@ -118,7 +122,7 @@ class TaskManager:
             raise self._unknown(name, kind or "task or group")
         if kind is not None and entry.kind != kind:
             raise ConfigError(
-                f"{name!r} is a {entry.kind} ({entry.file}), not a {kind}; use resolve() to expand groups and tags"
+                f"{entry.file}: {name!r} is a {entry.kind}, not a {kind}; use resolve() to expand groups and tags"
             )
         return entry
 
@@ -126,11 +130,13 @@ class TaskManager:
 
     def load_task(self, name: str) -> Task:
         if name in self._tags and name not in self._entries:
-            raise ConfigError(f"{name!r} is a tag ({len(self._tags[name])} tasks), not a task; use resolve()")
+            raise ConfigError(
+                f"{self._tag_files[name]}: {name!r} is a tag ({len(self._tags[name])} tasks), not a task; use resolve()"
+            )
         file = self._entry(name, "task").file
         task = Task.from_yaml(file)
         if task.name != name:  # the file changed since it was indexed
-            raise ConfigError(f"{file}: defines task {task.name!r} now, not {name!r}; build a new TaskManager")
+            raise ConfigError(f"{file}: defines task {task.name!r} now, not {name!r}; run the command again")
         return task
 
     def load_group(self, name: str) -> GroupConfig:
@@ -149,7 +155,10 @@ class TaskManager:
 
     def _expand(self, name: str, out: dict[str, None], stack: tuple[str, ...]) -> None:
         if name in stack:
-            raise ConfigError(f"group cycle: {' -> '.join((*stack, name))} ({self._entries[name].file})")
+            raise ConfigError(
+                f"{self._entries[name].file}: group cycle: {' -> '.join((*stack, name))}; "
+                "remove the group from its own members"
+            )
         entry = self._entries.get(name)
         if entry is not None and entry.kind == "task":
             out.setdefault(name, None)
@@ -157,7 +166,7 @@ class TaskManager:
             group = self.load_group(name)
             for member in group.task:
                 if member not in self._entries and member not in self._tags:
-                    raise UnknownTaskError(f"{entry.file}: group {name!r} lists {self._unknown(member)}")
+                    raise UnknownTaskError(f"{entry.file}: group {name!r} lists an {self._unknown(member)}")
                 self._expand(member, out, (*stack, name))
         elif name in self._tags:
             for task in self._tags[name]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import jinja2
 
-from lalm_eval.errors import ConfigError
+from lalm_eval.errors import ConfigError, LalmEvalError
 from lalm_eval.tasks.config import NATIVE_ENV, TEMPLATE_ENV, TaskConfig
 from lalm_eval.tasks.loader import FunctionRef, load_yaml
 
@@ -80,7 +80,21 @@ class Task:
             return dataset
         hook = self.config.process_docs.resolve()
         offered = {"metadata": dict(self.config.metadata or {}), **context}
-        return hook(dataset, **_accepted_kwargs(hook, offered))
+        return self._call(self.config.process_docs, "process_docs", dataset, **_accepted_kwargs(hook, offered))
+
+    def _call(self, ref: FunctionRef, key: str, *args, **kwargs):
+        """A ``!function`` hook called on the task's data; what it raises on bad data or a broken
+        hook becomes a :class:`ConfigError` naming the task, the key and the hook (project errors
+        pass as they are)."""
+        try:
+            return ref(*args, **kwargs)
+        except LalmEvalError:
+            raise
+        except Exception as exc:
+            raise ConfigError(
+                f"{self.yaml_file}: task {self.name!r}: {key} (!function {ref.spec}) failed with "
+                f"{_clause(repr(exc))}; fix the hook or the data it reads (--verbose shows the traceback)"
+            ) from exc
 
     # -- one doc → prompt pieces ------------------------------------------------------------
 
@@ -89,23 +103,37 @@ class Task:
         if value is None:
             return None
         if isinstance(value, FunctionRef):
-            return value(doc)
+            return self._call(value, key, doc)
         template = self._templates.get(key)
         if template is None:
             template = (NATIVE_ENV if native else TEMPLATE_ENV).from_string(value)
             self._templates[key] = template
+        fields = ", ".join(map(str, sorted(doc))) if isinstance(doc, dict) else type(doc).__name__
+        where = f"{self.yaml_file}: task {self.name!r}: {key}"
         try:
             return template.render(**doc)
         except jinja2.UndefinedError as exc:
-            fields = sorted(doc) if isinstance(doc, dict) else type(doc).__name__
-            raise ConfigError(f"{self.yaml_file}: {key}: {exc.message}; the doc has fields {fields}") from exc
+            raise ConfigError(
+                f"{where}: {_clause(exc.message)} in the template {_snippet(value)}; use the doc's fields: {fields}"
+            ) from exc
+        except (jinja2.TemplateError, TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+            raise ConfigError(
+                f"{where}: the template {_snippet(value)} failed on a doc with {_clause(repr(exc))}; "
+                f"fix the template (the doc's fields: {fields})"
+            ) from exc
 
     def render_text(self, doc: dict) -> str:
         if self.config.doc_to_text is None:
-            raise ConfigError(f"{self.yaml_file}: task {self.name!r} has no doc_to_text (it builds doc_to_messages)")
+            raise ConfigError(
+                f"{self.yaml_file}: task {self.name!r} has no doc_to_text (it builds doc_to_messages); "
+                "add doc_to_text for what needs the prompt as text"
+            )
         text = self._apply("doc_to_text", doc)
         if not isinstance(text, str):
-            raise ConfigError(f"{self.yaml_file}: doc_to_text must give a string, got {type(text).__name__} {text!r}")
+            raise ConfigError(
+                f"{self.yaml_file}: task {self.name!r}: doc_to_text must give a string, got "
+                f"{type(text).__name__} {_clause(repr(text))[:200]}; make the hook return the prompt text"
+            )
         return text
 
     def render_target(self, doc: dict):
@@ -130,7 +158,10 @@ class Task:
             return []
         names = [names] if isinstance(names, str) else list(names)
         if not all(isinstance(n, str) for n in names):
-            raise ConfigError(f"{self.yaml_file}: doc_to_subjects must give names (strings), got {names!r}")
+            raise ConfigError(
+                f"{self.yaml_file}: task {self.name!r}: doc_to_subjects must give names (strings), got "
+                f"{_clause(repr(names))[:200]}; make it give a list of names"
+            )
         return names
 
     def render_description(self, doc: dict) -> str | None:
@@ -153,7 +184,7 @@ class Task:
             content = [{"type": "audio"} for _ in self.audio_of(doc)]
             content.append({"type": "text", "text": self.render_text(doc)})
             return self._with_description(doc, [{"role": "user", "content": content}])
-        out, spec = self.config.doc_to_messages(doc), self.config.doc_to_messages.spec
+        out, spec = self._call(self.config.doc_to_messages, "doc_to_messages", doc), self.config.doc_to_messages.spec
         if isinstance(out, (list, tuple)) and out and all(isinstance(p, dict) and "type" in p for p in out):
             content = list(out)
             if self.config.doc_to_text is not None:
@@ -164,7 +195,8 @@ class Task:
         else:
             raise ConfigError(
                 f"{self.yaml_file}: task {self.name!r}: doc_to_messages ({spec}) must return a list "
-                f"of {{'role', 'content'}} messages or of {{'type', ...}} content parts, got {out!r}"
+                f"of {{'role', 'content'}} messages or of {{'type', ...}} content parts, got "
+                f"{_clause(repr(out))[:200]}; fix the hook"
             )
         n_parts = sum(
             p.get("type") == "audio"
@@ -175,7 +207,7 @@ class Task:
         if n_parts != n_audios:
             raise ConfigError(
                 f"{self.yaml_file}: task {self.name!r}: doc_to_messages ({spec}) gives {n_parts} audio "
-                f"part(s) but doc_to_audio gives {n_audios} audio(s); they must match, in order"
+                f"part(s) but doc_to_audio gives {n_audios} audio(s); make them match, in order"
             )
         return messages
 
@@ -184,6 +216,16 @@ class Task:
         if description:
             messages.insert(0, {"role": "system", "content": [{"type": "text", "text": description}]})
         return messages
+
+
+def _clause(text: str) -> str:
+    """``text`` as one clause of a one-line error (no newlines, no ``;``, which parts the fix off)."""
+    return " ".join(str(text).replace(";", ",").split())
+
+
+def _snippet(template: str, width: int = 80) -> str:
+    text = _clause(template)
+    return repr(text if len(text) <= width else text[: width - 1] + "…")
 
 
 def _accepted_kwargs(fn: Callable, offered: dict) -> dict:

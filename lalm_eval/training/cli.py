@@ -38,20 +38,20 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--setting", default=None, help="the recipe's settings key (default: multi_speaker with --filter multi_speaker)"
     )
-    ap.add_argument("--tokens", type=int, default=None, help="prompt tuning: soft tokens per speaker (2..64)")
-    ap.add_argument("--max_steps", type=int, default=-1)
-    ap.add_argument("--epochs", type=float, default=None)
-    ap.add_argument("--learning_rate", type=float, default=None)
-    ap.add_argument("--batch_size", type=int, default=1)
-    ap.add_argument("--grad_accum", type=int, default=1)
-    ap.add_argument("--limit", type=int, default=None, help="first N training docs of each task")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--tokens", default=None, help="prompt tuning: soft tokens per speaker (2..64)")
+    ap.add_argument("--max_steps", default=-1, help="stop after N optimizer steps (-1: the epochs decide)")
+    ap.add_argument("--epochs", default=None)
+    ap.add_argument("--learning_rate", default=None)
+    ap.add_argument("--batch_size", default=1)
+    ap.add_argument("--grad_accum", default=1)
+    ap.add_argument("--limit", default=None, help="first N training docs of each task")
+    ap.add_argument("--seed", default=0)
     ap.add_argument("--gradient_checkpointing", action="store_true")
     ap.add_argument(
         "--resume_from_checkpoint", action="store_true", help="continue from the last checkpoint in OUT/checkpoints"
     )
-    ap.add_argument("--save_steps", type=int, default=500)
-    ap.add_argument("--max_minutes", type=float, default=None, help="stop training after this many minutes")
+    ap.add_argument("--save_steps", default=500)
+    ap.add_argument("--max_minutes", default=None, help="stop training after this many minutes")
     ap.add_argument(
         "--freeze",
         default="",
@@ -63,15 +63,75 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+def check_args(args) -> None:
+    """Every flag checked (and converted) before a dataset or the model is loaded; ``--output_dir``
+    made and probed, and refused when it holds an earlier training's checkpoints that this run
+    would mix with its own (``--resume_from_checkpoint`` continues them instead)."""
+    from lalm_eval.cli import device_flag, key_values, real_number, task_names, whole_number, writable_folder
+    from lalm_eval.errors import ConfigError
+
+    args.task_list = task_names(args.tasks)
+    steps = whole_number(args.max_steps, "--max_steps", -1, "give a number of steps >= 1, or -1 to train by epochs")
+    if steps == 0:
+        raise ConfigError("--max_steps: 0 steps trains nothing; give a number of steps >= 1, or -1 to train by epochs")
+    args.max_steps = steps
+    if args.epochs is not None:
+        args.epochs = real_number(args.epochs, "--epochs", "give a number of epochs > 0, e.g. 3", 0, above=True)
+    if args.learning_rate is not None:
+        args.learning_rate = real_number(
+            args.learning_rate,
+            "--learning_rate",
+            "give a rate > 0, e.g. 1e-4 (or leave it to the recipe)",
+            0,
+            above=True,
+        )
+    for flag in ("batch_size", "grad_accum", "save_steps"):
+        setattr(args, flag, whole_number(getattr(args, flag), f"--{flag}", 1, "give a whole number >= 1"))
+    if args.limit is not None:
+        args.limit = whole_number(args.limit, "--limit", 1, "omit --limit to train on every doc")
+    if args.tokens is not None:
+        args.tokens = whole_number(args.tokens, "--tokens", 1, "give the soft tokens per speaker, e.g. 16")
+    args.seed = whole_number(args.seed, "--seed", 0, "e.g. --seed 1234", 2**32 - 1)
+    if args.max_minutes is not None:
+        args.max_minutes = real_number(args.max_minutes, "--max_minutes", "give minutes > 0, e.g. 30", 0, above=True)
+    key_values(args.model_args, "--model_args")
+    device_flag(args.device)
+    _check_freeze(args.freeze)
+    out = writable_folder(args.output_dir, "--output_dir")
+    checkpoints = sorted((out / "checkpoints").glob("checkpoint-*"))
+    if args.resume_from_checkpoint and not checkpoints:
+        raise ConfigError(
+            f"--resume_from_checkpoint: no checkpoint-* folder in {out / 'checkpoints'}; "
+            "train without --resume_from_checkpoint first (checkpoints are saved every --save_steps)"
+        )
+    if checkpoints and not args.resume_from_checkpoint:
+        raise ConfigError(
+            f"--output_dir {args.output_dir}: holds checkpoints of an earlier training ({checkpoints[-1].name}) "
+            "that this one would mix with its own; continue it with --resume_from_checkpoint, or give an empty "
+            "--output_dir"
+        )
+
+
+def _check_freeze(text: str) -> None:
+    from lalm_eval.errors import ConfigError
+    from lalm_eval.training.recipes import load_placements
+
+    known = sorted({"language_model", *load_placements()[0]})  # the decoder, found by get_decoder()
+    for name in (c.strip() for c in (text or "").split(",") if c.strip()):
+        if name not in known:
+            raise ConfigError(f"--freeze: unknown component {name!r}; give some of {', '.join(known)}")
+
+
 def main(argv=None) -> int:
     from lalm_eval.cli import build_adapter
     from lalm_eval.training.trainer import TrainOptions, train
 
     args = parser().parse_args(argv)
+    check_args(args)
     # a LalmEvalError reaches lalm-eval's main, which prints it as one line (exit 2)
     adapter = build_adapter(args.model, args.model_args, args.device, args.cache_dir)
     opts = TrainOptions(
-        tasks=[t.strip() for t in args.tasks.split(",") if t.strip()],
+        tasks=args.task_list,
         recipe=args.recipe,
         output_dir=args.output_dir,
         cache_dir=Path(args.cache_dir),

@@ -44,11 +44,11 @@ def training_examples(
     task_names: list[str], cache_dir: Path, include_path=None, speakers: str | None = None, limit: int | None = None
 ) -> list[Example]:
     """Examples of every task's ``training_split`` (filtered by speaker count, ``limit`` per task)."""
-    from lalm_eval.evaluator import load_docs
+    from lalm_eval.evaluator import load_docs, naming_task
     from lalm_eval.tasks import TaskManager
 
     if speakers is not None and speakers not in FILTERS:
-        raise ConfigError(f"--filter must be one of {sorted(FILTERS)}, got {speakers!r}")
+        raise ConfigError(f"--filter: must be one of {sorted(FILTERS)}, got {speakers!r}; give one of them")
     manager = TaskManager(include_paths=include_path)
     out: list[Example] = []
     for task in [manager.load_task(n) for n in manager.resolve(task_names)]:
@@ -58,14 +58,16 @@ def training_examples(
                 f"{task.yaml_file}: task {task.name!r} declares no training_split; `lalm-eval train` "
                 f"fine-tunes on a task's training_split (add e.g. `training_split: train`)"
             )
-        docs, _ = load_docs(task, cache_dir, None, split=split)
+        with naming_task(task):  # a missing dataset, config or split: said with the task's name
+            docs, _ = load_docs(task, cache_dir, None, split=split)
         kept = []
         for doc_id, doc in enumerate(docs):
             if speakers is not None:
                 if SPEAKER_COUNT_FIELD not in doc:
                     raise DataError(
                         task.config.dataset_path,
-                        f"--filter {speakers}: the docs of task {task.name!r} have no {SPEAKER_COUNT_FIELD!r} field",
+                        f"--filter {speakers}: the docs of task {task.name!r} have no {SPEAKER_COUNT_FIELD!r} "
+                        "field; leave out --filter for this task",
                         field=SPEAKER_COUNT_FIELD,
                     )
                 if not FILTERS[speakers](int(doc[SPEAKER_COUNT_FIELD])):
@@ -76,7 +78,8 @@ def training_examples(
             if not isinstance(target, str) or not target:
                 raise DataError(
                     task.config.dataset_path,
-                    f"task {task.name!r} doc {doc_id}: doc_to_target gave {target!r}, not a non-empty string",
+                    f"task {task.name!r} doc {doc_id}: doc_to_target gave {str(target)[:80]!r}, not a non-empty "
+                    "string; give every training doc a target",
                     field="doc_to_target",
                 )
             kept.append(
@@ -94,7 +97,9 @@ def training_examples(
         if not kept:
             raise DataError(
                 task.config.dataset_path,
-                f"task {task.name!r}: no {split!r} docs left" + (f" after --filter {speakers}" if speakers else ""),
+                f"task {task.name!r}: no {split!r} docs left"
+                + (f" after --filter {speakers}" if speakers else "")
+                + "; check the task's training_split and dataset",
             )
         out.extend(kept)
     return out

@@ -60,7 +60,8 @@ def load_recipe(name: str, tokens: int | None = None, setting: str | None = None
         close = difflib.get_close_matches(str(name), available_recipes(), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ConfigError(
-            f"unknown recipe {name!r}{hint}; available: {', '.join(available_recipes())} (or a path to a recipe YAML)"
+            f"--recipe: unknown recipe {name!r}{hint}; available: {', '.join(available_recipes())} "
+            "(or a path to a recipe YAML)"
         )
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     known = {f.name for f in dataclasses.fields(Recipe)} - {"file"}
@@ -79,10 +80,15 @@ def load_recipe(name: str, tokens: int | None = None, setting: str | None = None
         setting_tokens = ((recipe.settings or {}).get(setting) or {}).get("tokens") if setting else None
         n = tokens if tokens is not None else setting_tokens if setting_tokens is not None else recipe.tokens
         if n is None or (recipe.allowed_tokens and int(n) not in recipe.allowed_tokens):
-            raise ConfigError(f"{path}: tokens per speaker must be one of {recipe.allowed_tokens}, got {n!r}")
+            raise ConfigError(
+                f"{path}: tokens per speaker must be one of {recipe.allowed_tokens}, got {n!r}; "
+                "give --tokens one of them"
+            )
         recipe = dataclasses.replace(recipe, tokens=int(n))
     elif tokens is not None:
-        raise ConfigError(f"--tokens applies to prompt tuning, not to recipe {recipe.name!r} ({recipe.method})")
+        raise ConfigError(
+            f"--tokens: applies to prompt tuning, not to recipe {recipe.name!r} ({recipe.method}); leave it out"
+        )
     return recipe
 
 

@@ -183,19 +183,20 @@ def train(adapter, opts: TrainOptions) -> dict:
 
     if not isinstance(adapter, HFAudioAdapter):
         raise ConfigError(
-            f"lalm-eval train: --model {adapter.name!r} is not a Hugging Face audio adapter "
-            "(qwen2_audio, qwen2_5_omni, hf-audio)"
+            f"--model {adapter.name}: not a Hugging Face audio adapter, so it cannot be trained; "
+            "give qwen2_audio, qwen2_5_omni or hf-audio"
         )
     if getattr(adapter, "peft", None) or getattr(adapter, "soft_prompts_path", None):
         raise ConfigError(
-            "lalm-eval train: start from a base or merged model (pretrained=), not from peft= / soft_prompts= outputs"
+            "--model_args: peft= / soft_prompts= give a trained output, not a model to train; "
+            "start from a base or merged model (pretrained=)"
         )
     setting = opts.setting or ("multi_speaker" if opts.speakers == "multi_speaker" else None)
     recipe = load_recipe(opts.recipe, tokens=opts.tokens, setting=setting)
     if opts.freeze and recipe.method != "full":
         raise ConfigError(
-            f"--freeze applies to the full recipe (LoRA and prompt tuning train only their own "
-            f"parameters), not to {recipe.name!r} ({recipe.method})"
+            f"--freeze: applies to the full recipe, not to {recipe.name!r} ({recipe.method}), which trains only its "
+            "own parameters; leave out --freeze or use --recipe full"
         )
     out = Path(opts.output_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -239,8 +240,8 @@ def train(adapter, opts: TrainOptions) -> dict:
         names = sorted({n for e in examples for n in e.subjects})
         if not names:
             raise ConfigError(
-                f"recipe {recipe.name!r}: the training docs name no subjects (the tasks' "
-                "doc_to_subjects gives none); per-speaker prompt tuning needs them"
+                f"--recipe {recipe.name}: the training docs name no subjects (the tasks' doc_to_subjects gives "
+                "none); give tasks whose doc_to_subjects names the speakers (per-speaker prompt tuning needs them)"
             )
         apply_recipe(model, recipe)
         soft = SoftPrompts.initialise(names, recipe.tokens, model, adapter.tokenizer, opts.seed, recipe.init_scale)
@@ -274,7 +275,9 @@ def train(adapter, opts: TrainOptions) -> dict:
 
         last = get_last_checkpoint(args.output_dir) if Path(args.output_dir).is_dir() else None
         if last is None:
-            raise ConfigError(f"--resume_from_checkpoint: no checkpoint-* folder in {args.output_dir}")
+            raise ConfigError(
+                f"--resume_from_checkpoint: no checkpoint-* folder in {args.output_dir}; train without it first"
+            )
         resumed_from = json.loads((Path(last) / "trainer_state.json").read_text())["global_step"]
     start = time.time()
     with memoised_features(adapter) as memo:  # each clip's features computed once
