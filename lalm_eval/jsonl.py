@@ -31,7 +31,7 @@ def json_default(value):
 def iter_jsonl(path: Path, required: tuple[str, ...] = ()) -> Iterator[tuple[int, dict]]:
     """``(line number, record)`` of every non-empty line; invalid JSON or a missing required
     field raises :class:`DataError` naming ``path``, the line and the field."""
-    for lineno, raw in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, raw in enumerate(Path(path).read_text(encoding="utf-8-sig").splitlines(), start=1):
         if not raw.strip():
             continue
         try:

@@ -3,6 +3,13 @@
 The EER is computed over all pairs of subject utterances (same subject vs different subjects)
 with cosine scores of the chosen speaker encoder: a low EER says the subjects are distinct voices
 that an audio model can, in principle, tell apart.
+
+The corpus is screened first as the build screens it (:func:`palm_bench.corpus.screen.screen_corpus`:
+clips the encoder cannot embed, speakers with too few clips), so every count is one the build
+uses and ``skipped`` lists everything the build would refuse. Also reported: subjects the corpus
+gave no name (``names_from``: called by their folder name or mapped id) and, with a scene
+config, the speakers a build leaves out for their language (``dropped_speakers``, as in
+``build_info.json``).
 """
 
 from __future__ import annotations
@@ -31,6 +38,9 @@ def corpus_statistics(
     """Per-language counts and minutes, size in MB, the reader's skips (file, reason), with
     ``scene_config`` (a :class:`~palm_bench.config.BuildConfig`) whether each language has the
     speakers its scene mix needs, and (optionally) subject-pair EER."""
+    from palm_bench.corpus.screen import screen_corpus
+
+    corpus = screen_corpus(corpus, encoder)
     languages = {}
     for lang in corpus.languages():
         ids = {s.id for s in corpus.speakers.values() if s.language == lang}
@@ -60,7 +70,15 @@ def corpus_statistics(
     }
     skips = getattr(corpus, "skips", [])
     stats["skipped"] = [{"file": _relative(f, corpus.root), "reason": r} for f, r in skips]
+    names_from: dict[str, list[str]] = {}
+    for s in corpus.subjects():
+        if s.name_from:
+            names_from.setdefault(s.name_from, []).append(s.id)
+    stats["names_from"] = names_from
     if scene_config is not None:
+        from palm_bench.scene_needs import dropped_records, language_split
+
+        stats["dropped_speakers"] = dropped_records(language_split(corpus, scene_config)[1], scene_config)
         stats["scene_mix"] = scene_mix(corpus, scene_config)
     if with_eer and len(corpus.subjects()) < 2:
         stats["eer_note"] = f"EER needs utterances of at least two subjects; the corpus has {len(corpus.subjects())}"
@@ -106,7 +124,7 @@ def subject_eer(corpus: Corpus, encoder: str = DEFAULT_SPEAKER_ENCODER, cache_di
             f"EER needs utterances of at least two subjects; the corpus has {len({u.speaker for u in utts})} "
             "(run corpus-info with --no-eer)"
         )
-    embs = enc.embed([u.load_audio() for u in utts])
+    embs = enc.embed([u.load_audio() for u in utts], names=[str(u.audio) for u in utts])
     labels = np.array([u.speaker for u in utts])
     eer, threshold = equal_error_rate(*pair_scores(embs, labels))
     by_lang = {}
@@ -132,6 +150,13 @@ def format_table(stats: dict) -> str:
     if stats.get("skipped"):
         first = stats["skipped"][0]
         lines.append(f"skipped: {len(stats['skipped'])} (e.g. {first['file']}: {first['reason']}; all with --json)")
+    for source, ids in (stats.get("names_from") or {}).items():
+        lines.append(f"names: {len(ids)} subject(s) without a name, called by their {source}: {', '.join(ids)}")
+    for lang, d in (stats.get("dropped_speakers") or {}).items():
+        lines.append(
+            f"left out of a build: {len(d['speakers'])} speaker(s) of language {lang} ({d['reason']}): "
+            + ", ".join(d["speakers"])
+        )
     for lang, m in (stats.get("scene_mix") or {}).items():
         have = f"{lang}: {m['speakers']} voices ({m['subjects']} subjects)"
         need = f"{m['needs_speakers']} voices / {m['needs_subjects']} subjects needed"

@@ -76,7 +76,8 @@ def reference_embeddings(
 def embed_clips(encoder: SpeakerEncoder, clips: list[Utterance]) -> dict[str, np.ndarray]:
     """Embeddings of ``clips`` by clip id (batched; the encoder's cache makes reruns free)."""
     ordered = sorted(clips, key=lambda c: c.id)
-    embs = encoder.embed(map_ordered(lambda c: c.load_audio(), ordered))  # decoding in a few threads
+    audios = map_ordered(lambda c: c.load_audio(), ordered)  # decoding in a few threads
+    embs = encoder.embed(audios, names=[str(c.audio) for c in ordered])
     return {c.id: e for c, e in zip(ordered, embs)}
 
 

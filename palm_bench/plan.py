@@ -19,11 +19,13 @@ from lalm_eval.audio.speaker import get_speaker_encoder
 from lalm_eval.errors import ConfigError
 from lalm_eval.hub.readers import skip_records
 from palm_bench.config import BuildConfig
+from palm_bench.corpus.folder import check_names
+from palm_bench.corpus.screen import screen_corpus
 from palm_bench.corpus.types import Corpus
 from palm_bench.descriptions import acoustic_descriptions, llm_human_descriptions, load_human_descriptions
 from palm_bench.negatives import build_pool, embed_clips, reference_embeddings
 from palm_bench.samples import AudioPlan, SplitPlanner
-from palm_bench.scene_needs import check_speaker_counts
+from palm_bench.scene_needs import check_speaker_counts, dropped_records, language_split
 from palm_bench.splits import SPLITS, split_clips
 
 log = logging.getLogger(__name__)
@@ -153,12 +155,10 @@ def make_plan(
     without it such subjects get no reasoning samples (counted in ``stats``)."""
     t0 = time.perf_counter()
     data, hd_dir = load_corpus_by_kind(corpus, corpus_dir, corpus_options or {})
+    data = screen_corpus(data, cfg.encoder)  # what the build refuses: counted skips, before any planning
+    keep, dropped = language_split(data, cfg)
+    check_names(data.root, {sid: s for sid, s in data.speakers.items() if sid in keep})
     data, n_generated = fill_missing_profiles(data, llm, work_dir)
-    with_clips = {u.speaker for u in data.utterances}
-    keep = {sid for sid, s in data.speakers.items() if s.language in cfg.languages and sid in with_clips}
-    dropped = {}
-    for sid in sorted(with_clips - keep):
-        dropped.setdefault(data.speakers[sid].language, []).append(sid)
     for language, ids in sorted(dropped.items()):
         log.warning(
             "%d speaker(s) of language %r left out (languages=%s): %s",
@@ -169,10 +169,10 @@ def make_plan(
         )
     if not any(s.id in keep for s in data.subjects()):
         raise ConfigError(
-            f"no subject left in languages {list(cfg.languages)}: the corpus has subjects in "
+            f"{data.root}: no subject left in languages {list(cfg.languages)}, the corpus has subjects in "
             f"{sorted({s.language for s in data.subjects()}) or 'no language'} "
-            f"(PALM-Bench's templates exist for en and zh; set --set 'languages=[en]' or give "
-            "speakers a 'language' in speakers.yaml)"
+            f"(PALM-Bench's templates exist for en and zh); set --set 'languages=[en]' or give "
+            "speakers a 'language' in speakers.yaml"
         )
     data = dataclasses.replace(data, utterances=[u for u in data.utterances if u.speaker in keep])
     speaker_counts = check_speaker_counts(data, cfg, keep)
@@ -217,10 +217,7 @@ def make_plan(
     from palm_bench.corpus_info import _relative
 
     stats["skipped_source"] = skip_records(data.skips, lambda item: _relative(item, data.root))
-    stats["dropped_speakers"] = {
-        lang: {"speakers": ids, "reason": f"language not in languages {list(cfg.languages)}"}
-        for lang, ids in sorted(dropped.items())
-    }
+    stats["dropped_speakers"] = dropped_records(dropped, cfg)
     stats["speakers_per_language"] = speaker_counts
     stats["generated_profiles"] = n_generated
     stats["subjects_without_hd"] = sorted(s for s in subjects if not descriptions[s]["hd"])

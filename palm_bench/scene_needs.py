@@ -116,19 +116,41 @@ def check_speaker_counts(corpus: Corpus, cfg: BuildConfig, keep: set[str] | None
         if subjects < need.subjects or voices < need.speakers:
             short.append((language, need, subjects, voices, profiles))
     if short:
-        lines = []
+        lines, fixes = [], []
         for language, need, subjects, voices, profiles in short:
-            lowered = "; ".join(_lower(cfg, language, Needs(subjects, voices, ""), (subjects, profiles)))
+            lowered = " or ".join(_lower(cfg, language, Needs(subjects, voices, ""), (subjects, profiles)))
             lines.append(
                 f"{language} has {voices} voice(s) ({subjects} subject(s), {voices - subjects} other), "
-                f"the mix needs {need.speakers} voices and {need.subjects} subjects ({need.why}); "
-                f"lower it with {lowered or 'fewer speakers per scene'}, or add voices "
-                "(role: negative in speakers.yaml)"
+                f"the mix needs {need.speakers} voices and {need.subjects} subjects ({need.why})"
             )
+            fixes.append(f"for {language} lower it with {lowered or 'fewer speakers per scene'}")
         raise ConfigError(
-            "the scene mix (speaker_count_weights="
+            f"{corpus.root}: the corpus has too few speakers per language for the scene mix (speaker_count_weights="
             f"{ {int(k): v for k, v in cfg.speaker_count_weights.items()} }, single_multi_ratio="
-            f"{list(cfg.single_multi_ratio)}) needs more speakers per language than the corpus has: "
+            f"{list(cfg.single_multi_ratio)}): "
             + " | ".join(lines)
+            + "; "
+            + ", ".join(fixes)
+            + ", or add voices (role: negative in speakers.yaml)"
         )
     return report
+
+
+def language_split(corpus: Corpus, cfg: BuildConfig) -> tuple[set[str], dict[str, list[str]]]:
+    """The speakers with clips a build of ``cfg`` keeps (their language is one of
+    ``cfg.languages``) and, per other language, the speakers it leaves out."""
+    with_clips = {u.speaker for u in corpus.utterances}
+    keep = {sid for sid, s in corpus.speakers.items() if s.language in cfg.languages and sid in with_clips}
+    dropped: dict[str, list[str]] = {}
+    for sid in sorted(with_clips - keep):
+        dropped.setdefault(corpus.speakers[sid].language, []).append(sid)
+    return keep, dict(sorted(dropped.items()))
+
+
+def dropped_records(dropped: dict[str, list[str]], cfg: BuildConfig) -> dict[str, dict]:
+    """``{language: {"speakers": [...], "reason": ...}}`` for ``build_info.json``, the card and
+    ``corpus-info``."""
+    return {
+        lang: {"speakers": ids, "reason": f"language not in languages {list(cfg.languages)}"}
+        for lang, ids in sorted(dropped.items())
+    }

@@ -30,8 +30,8 @@ def split_clips(
         if len(clips) < min_clips:
             raise DataError(
                 corpus.root,
-                f"speaker {speaker_id!r} has {len(clips)} clip(s); at least "
-                f"{min_clips} are needed to put one in each split",
+                f"speaker {speaker_id!r} has {len(clips)} clip(s), at least "
+                f"{min_clips} are needed to put one in each split; add clips of this speaker or remove it",
                 field="speaker",
             )
         order = rng_for(seed, "split", speaker_id).permutation(len(clips))
@@ -50,5 +50,9 @@ def check_disjoint(splits: dict[str, dict[str, list[Utterance]]]) -> None:
         for clips in speakers.values():
             for clip in clips:
                 if clip.id in seen and seen[clip.id] != split:
-                    raise DataError(clip.audio, f"clip {clip.id!r} is in both {seen[clip.id]!r} and {split!r}")
+                    raise DataError(
+                        clip.audio,
+                        f"clip {clip.id!r} is in both {seen[clip.id]!r} and {split!r}; "
+                        "report this (the split is a bug)",
+                    )
                 seen[clip.id] = split

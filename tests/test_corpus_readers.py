@@ -281,7 +281,7 @@ def test_folder_reader_without_speakers_file(folder_dir):
     "entry, field",
     [
         ({"alice": {"profile": {"age": 30}}}, "occupation"),
-        ({"alice": {"nickname": "Al"}}, "alice"),
+        ({"alice": {"nickname": "Al"}}, "alice.nickname"),
         ({"alice": {"role": "boss"}}, "alice.role"),
     ],
 )

@@ -1,8 +1,10 @@
 """Audio read / write / resample, in one place.
 
 Everything is float32 mono in [-1, 1]. Decoding goes through soundfile (libsndfile), which reads
-WAV, FLAC and Ogg (Vorbis/Opus) without FFmpeg; resampling goes through soxr (VHQ). Errors name
-the file.
+WAV, FLAC, Ogg (Vorbis/Opus) and MP3 without FFmpeg; a file libsndfile cannot read (M4A/AAC,
+WebM, Matroska, WMA ...) is decoded by FFmpeg through torchcodec (:func:`decode_ffmpeg`), so
+every format FFmpeg decodes reads the same way. :func:`audio_info` gives a file's duration and
+rate the same two ways. Resampling goes through soxr (VHQ). Errors name the file.
 """
 
 from __future__ import annotations
@@ -49,16 +51,64 @@ def read_audio(source, target_sr: int | None = TARGET_SR) -> tuple[np.ndarray, i
     handle = io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source
     try:
         audio, sr = sf.read(handle, dtype="float32", always_2d=False)
+        audio = to_mono(audio)
     except (sf.LibsndfileError, RuntimeError, TypeError) as exc:
-        raise AudioError(f"{name}: cannot decode audio ({exc})") from exc
-    audio = to_mono(audio)
+        if not isinstance(source, (str, Path, bytes, bytearray)):
+            raise AudioError(f"{name}: cannot decode audio ({exc})") from exc
+        try:  # a format libsndfile does not read (m4a, webm, ...): FFmpeg
+            audio, sr = decode_ffmpeg(source)
+        except AudioError as ffmpeg_exc:
+            raise AudioError(
+                f"{name}: cannot decode audio (libsndfile: {exc} | FFmpeg: {ffmpeg_exc.args[0]}); "
+                "check the file, or convert it to WAV or FLAC"
+            ) from exc
     if audio.size == 0:
-        raise AudioError(f"{name}: audio file holds no samples")
+        raise AudioError(f"{name}: audio file holds no samples; replace or remove the file")
     if not np.all(np.isfinite(audio)):
-        raise AudioError(f"{name}: audio contains NaN or infinite samples")
+        raise AudioError(f"{name}: audio contains NaN or infinite samples; replace or remove the file")
     if target_sr is not None:
         audio, sr = resample(audio, sr, target_sr), target_sr
     return audio, int(sr)
+
+
+def decode_ffmpeg(source) -> tuple[np.ndarray, int]:
+    """A whole file (path or bytes) decoded by FFmpeg through torchcodec: float32 mono at the
+    file's rate. Raises :class:`AudioError` with FFmpeg's reason (or why torchcodec cannot run)."""
+    try:
+        from torchcodec.decoders import AudioDecoder
+    except Exception as exc:  # noqa: BLE001 - ImportError, or OSError when FFmpeg's libraries are missing
+        raise AudioError(f"torchcodec cannot load ({type(exc).__name__}: {exc})") from None
+    try:
+        samples = AudioDecoder(str(source) if isinstance(source, Path) else source).get_all_samples()
+    except Exception as exc:  # noqa: BLE001 - torchcodec raises RuntimeError/ValueError with FFmpeg's reason
+        reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        raise AudioError(reason.rsplit(", ", 1)[-1]) from None
+    data = samples.data.numpy().astype(np.float32, copy=False)  # [channels, frames]
+    return (data.mean(axis=0, dtype=np.float32) if data.ndim == 2 else data), int(samples.sample_rate)
+
+
+def audio_info(path) -> tuple[float, int]:
+    """``(duration in seconds, sampling rate)`` of an audio file: from the header when libsndfile
+    reads the format, else by decoding it with FFmpeg (:func:`decode_ffmpeg`, exact for formats
+    whose headers give no exact length). Raises :class:`AudioError` naming the file."""
+    name = str(path)
+    if not Path(path).is_file():
+        raise AudioError(f"{name}: audio file not found")
+    try:
+        info = sf.info(name)
+        frames, sr = info.frames, info.samplerate
+    except (sf.LibsndfileError, RuntimeError, TypeError, OSError) as exc:
+        try:
+            audio, sr = decode_ffmpeg(Path(path))
+        except AudioError as ffmpeg_exc:
+            raise AudioError(
+                f"{name}: cannot decode audio (libsndfile: {exc} | FFmpeg: {ffmpeg_exc.args[0]}); "
+                "check the file, or convert it to WAV or FLAC"
+            ) from None
+        frames = len(audio)
+    if frames <= 0 or sr <= 0:
+        raise AudioError(f"{name}: audio file holds no samples; replace or remove the file")
+    return frames / sr, int(sr)
 
 
 def read_audio_span(

@@ -7,6 +7,12 @@ L2-normalised float32 embeddings ``[n, dim]``, so cosine similarity is a dot pro
 
 The cache keys an embedding by encoder identity and the content hash of the 16 kHz audio; with
 ``cache_dir`` it persists across processes (one ``.npy`` per clip).
+
+What an encoder cannot embed is said once, by its class: ``check_clip(audio)`` returns the reason
+(no samples, NaN, all zeros; for resemblyzer also "no speech left after its voice-activity
+trimming") or ``None``, without loading the model, so a corpus reader's screening
+(``palm_bench.corpus.screen``) and the encoder agree on every clip. ``embed(..., names=)`` names
+the file of a clip the model still refuses (:class:`~lalm_eval.errors.AudioError`).
 """
 
 from __future__ import annotations
@@ -18,10 +24,19 @@ from pathlib import Path
 import numpy as np
 
 from lalm_eval.audio.io import TARGET_SR, audio_hash, resample
+from lalm_eval.errors import AudioError
 from lalm_eval.registry import Registry
 
 SPEAKER_ENCODERS = Registry("speaker encoder", entry_point_group="lalm_eval.speaker_encoders")
 DEFAULT_SPEAKER_ENCODER = "resemblyzer"
+
+
+class UnusableClip(ValueError):
+    """Raised by an encoder's ``_embed_batch``: clip ``index`` of the batch cannot be embedded."""
+
+    def __init__(self, index: int, reason: str):
+        super().__init__(reason)
+        self.index, self.reason = index, reason
 
 
 class SpeakerEncoder(abc.ABC):
@@ -39,17 +54,42 @@ class SpeakerEncoder(abc.ABC):
 
     @abc.abstractmethod
     def _embed_batch(self, audios: list[np.ndarray]) -> np.ndarray:
-        """Embed 16 kHz clips; returns ``[len(audios), dim]`` (need not be normalised)."""
+        """Embed 16 kHz clips; returns ``[len(audios), dim]`` (need not be normalised). A clip it
+        cannot embed raises :class:`UnusableClip` with its index in ``audios``."""
 
-    def embed(self, audios: Sequence[np.ndarray], sr: int = TARGET_SR) -> np.ndarray:
-        """Embeddings ``[n, dim]`` of ``audios`` (any rate ``sr``), unit-norm, cached."""
+    @classmethod
+    def check_clip(cls, audio: np.ndarray) -> str | None:
+        """Why this encoder cannot embed ``audio`` (16 kHz mono float), or ``None`` when it can.
+        Needs no model (a class method), so readers can screen a corpus before any embedding."""
+        audio = np.asarray(audio)
+        if audio.size == 0:
+            return "audio holds no samples"
+        if not np.all(np.isfinite(audio)):
+            return "audio contains NaN or infinite samples"
+        if not np.any(audio):
+            return "audio is silent (every sample is zero)"
+        return None
+
+    def embed(
+        self, audios: Sequence[np.ndarray], sr: int = TARGET_SR, names: Sequence[str] | None = None
+    ) -> np.ndarray:
+        """Embeddings ``[n, dim]`` of ``audios`` (any rate ``sr``), unit-norm, cached. A clip the
+        model refuses is an :class:`AudioError` naming it (``names[i]``, e.g. its file)."""
         clips = [resample(np.asarray(a, dtype=np.float32), sr, TARGET_SR) for a in audios]
         keys = [audio_hash(c, TARGET_SR) for c in clips]
         out: list[np.ndarray | None] = [self._lookup(k) for k in keys]
         missing = [i for i, e in enumerate(out) if e is None]
         for start in range(0, len(missing), self.batch_size):
             chunk = missing[start : start + self.batch_size]
-            embs = np.asarray(self._embed_batch([clips[i] for i in chunk]), dtype=np.float32)
+            try:
+                embs = np.asarray(self._embed_batch([clips[i] for i in chunk]), dtype=np.float32)
+            except UnusableClip as exc:
+                i = chunk[exc.index]
+                name = names[i] if names is not None else f"clip {i} of {len(clips)}"
+                raise AudioError(
+                    f"{name}: the {self.name} speaker encoder cannot embed it ({exc.reason}); "
+                    "remove the clip or replace it with one that holds speech"
+                ) from None
             embs /= np.maximum(np.linalg.norm(embs, axis=1, keepdims=True), 1e-12)
             self.n_computed += len(chunk)
             for i, emb in zip(chunk, embs):

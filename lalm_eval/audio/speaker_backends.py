@@ -10,7 +10,12 @@ from pathlib import Path
 
 import numpy as np
 
-from lalm_eval.audio.speaker import SpeakerEncoder
+from lalm_eval.audio.speaker import SpeakerEncoder, UnusableClip
+
+NO_SPEECH = (
+    "no speech left after voice-activity trimming (resemblyzer drops silence: the clip is silent, "
+    "noise only, or shorter than about 0.2 s of speech)"
+)
 
 
 class ResemblyzerEncoder(SpeakerEncoder):
@@ -33,12 +38,27 @@ class ResemblyzerEncoder(SpeakerEncoder):
         self.model = VoiceEncoder(device=device, verbose=False).eval()
         self.max_partials = max_partials_per_forward
 
-    def _partials(self, wav: np.ndarray) -> np.ndarray:
-        from resemblyzer import audio, preprocess_wav
+    @staticmethod
+    def _preprocess(wav: np.ndarray) -> np.ndarray:
+        from resemblyzer import preprocess_wav
 
-        wav = preprocess_wav(wav)  # volume normalisation + long-silence trimming (webrtcvad)
-        if wav.size == 0:
-            raise ValueError("clip holds no speech after voice-activity trimming")
+        with np.errstate(all="ignore"):  # a silent clip: log10(0) in its volume normalisation
+            return preprocess_wav(wav)  # volume normalisation + long-silence trimming (webrtcvad)
+
+    @classmethod
+    def check_clip(cls, audio: np.ndarray) -> str | None:
+        reason = super().check_clip(audio)
+        if reason is None and cls._preprocess(np.asarray(audio, dtype=np.float32)).size == 0:
+            return NO_SPEECH
+        return reason
+
+    def _partials(self, wav: np.ndarray, index: int = 0) -> np.ndarray:
+        from resemblyzer import audio
+
+        reason = SpeakerEncoder.check_clip(wav)
+        wav = self._preprocess(wav) if reason is None else wav
+        if reason is not None or wav.size == 0:
+            raise UnusableClip(index, reason or NO_SPEECH)
         wav_slices, mel_slices = self.model.compute_partial_slices(len(wav), rate=1.3, min_coverage=0.75)
         if wav_slices[-1].stop >= len(wav):
             wav = np.pad(wav, (0, wav_slices[-1].stop - len(wav)), "constant")
@@ -46,7 +66,7 @@ class ResemblyzerEncoder(SpeakerEncoder):
         return np.stack([mel[s] for s in mel_slices])
 
     def _embed_batch(self, audios: list[np.ndarray]) -> np.ndarray:
-        partials = [self._partials(a) for a in audios]
+        partials = [self._partials(a, i) for i, a in enumerate(audios)]
         counts = [len(p) for p in partials]
         stacked = np.concatenate(partials)
         outs = []

@@ -16,7 +16,9 @@ are used), dialogue folders are found at any depth, and ``corpus_dir`` may be on
 Speakers: ``speaker`` is 0/1 *within a dialogue*. ``speaker_map`` (.json, .yaml/.yml or .tsv)
 maps ``"dialogue/speaker"`` (``"12/0"``; or ``"C-EN/12/0"`` when reading several subsets, whose
 dialogue numbers overlap) to a global subject id, as a string or ``{id, name, gender}``; TSV
-rows are ``key<TAB>id[<TAB>name[<TAB>gender]]``. Mapped speakers are ``role="subject"``; all
+rows are ``key<TAB>id[<TAB>name[<TAB>gender]]``. A subject mapped without a name is called by its
+subject id (``Speaker.name_from == "speaker map id"``, listed by ``corpus-info``); a map key that
+matches no clip of the corpus is a counted skip. Mapped speakers are ``role="subject"``; all
 others ``role="negative"`` (PALM draws subjects from recorded speech and negatives from the
 collected pool) with id ``ncssd_{subset}_d{dialog}_s{spk}`` (subset in lower case: dialogue
 numbers restart in each subset). Gender is ``"unknown"`` unless mapped; profiles are ``None``
@@ -26,8 +28,10 @@ numbers restart in each subset). Gender is ``"unknown"`` unless mapped; profiles
 
 Skips (logged, listed in the returned :class:`~palm_bench.corpus.types.Corpus`'s ``skips``): a wav with neither a ``.lab`` nor
 a metadata entry, a metadata entry missing ``index``/``speaker``/``text`` (its clip is dropped
-too), an entry with no wav, a speaker disagreeing with the file name, unreadable audio, an
-unreadable ``metadata.json`` (one skip; its dialogue then falls back to the ``.lab`` files).
+too), an entry with no wav, a ``.lab`` with no wav, a speaker disagreeing with the file name,
+unreadable audio, another audio file in a dialogue folder (NCSSD's clips are ``.wav``), a
+transcript that is not UTF-8 (``encoding`` option), an unreadable ``metadata.json`` (one skip;
+its dialogue then falls back to the ``.lab`` files). Text files lose a leading byte-order mark.
 """
 
 from __future__ import annotations
@@ -40,11 +44,12 @@ from pathlib import Path
 import yaml
 
 from lalm_eval.errors import ConfigError, DataError
-from lalm_eval.hub.readers import require_corpus_dir
+from lalm_eval.hub.readers import check_encoding, read_text, require_corpus_dir, unreadable_text
 from palm_bench.corpus.folder import (
     SkipItem,
     SkipLog,
     build_corpus,
+    looks_like_audio,
     make_utterance,
     natural_key,
     probe_audio,
@@ -61,23 +66,45 @@ MAP_FIELDS = ("id", "name", "gender")
 MAP_KEY = re.compile(r"(?:([^/]+)/)?(\d+)/(\d+)")
 
 
-def prepare_ncssd(corpus_dir, subsets=None, speaker_map=None, language: str | None = None) -> Corpus:
+def prepare_ncssd(
+    corpus_dir,
+    subsets: list[str] | str | None = None,
+    speaker_map: str | None = None,
+    language: str | None = None,
+    encoding: str = "utf-8",
+) -> Corpus:
     """Read NCSSD subsets (all found when ``subsets`` is None) into a :class:`Corpus`."""
+    from palm_bench.templates import LANGUAGES
+
     root = Path(require_corpus_dir("ncssd", corpus_dir)).resolve()
     if not root.is_dir():
-        raise DataError(root, "NCSSD folder not found")
-    mapping = load_speaker_map(speaker_map) if speaker_map is not None else {}
-    skips, specs, utterances = SkipLog(logger), {}, []
-    for subset, subset_dir in _subset_dirs(root, subsets):
+        raise DataError(root, "NCSSD folder not found; check --corpus-dir")
+    if language is not None and language not in LANGUAGES:
+        raise ConfigError(
+            f"--corpus-option language: {language!r} is not a language PALM-Bench builds; "
+            f"give one of {', '.join(LANGUAGES)} (or leave it out: the subset name says it)"
+        )
+    encoding = check_encoding(encoding)
+    mapping = load_speaker_map(speaker_map, encoding) if speaker_map is not None else {}
+    skips, specs, utterances, used = SkipLog(logger), {}, [], set()
+    for subset, subset_dir in _subset_dirs(root, [subsets] if isinstance(subsets, str) else subsets):
         lang = language or _subset_language(subset, subset_dir)
         for folder in _dialogue_dirs(subset_dir):
-            for wav, (dialog, turn, spk), text, probe in _read_dialogue(folder, skips):
-                spec = _speaker_spec(mapping, subset, dialog, spk, lang)
+            for wav, (dialog, turn, spk), text, probe in _read_dialogue(folder, skips, encoding):
+                spec, key = _speaker_spec(mapping, subset, dialog, spk, lang)
+                used.add(key)
                 if specs.setdefault(spec["id"], spec)["language"] != lang:
-                    raise DataError(speaker_map, f"subject {spec['id']!r} is mapped in two languages")
+                    raise DataError(
+                        speaker_map,
+                        f"subject {spec['id']!r} is mapped in two languages ({specs[spec['id']]['language']} "
+                        f"and {lang}); map it in one subset only",
+                    )
                 uid = f"ncssd_{subset.lower()}_d{dialog}_t{turn}"
                 utterances.append(make_utterance(uid, spec, text, wav, probe))
-    return build_corpus(root, specs, utterances, skips)
+    for key in sorted(set(mapping) - used, key=lambda k: (k[0] or "", k[1], k[2])):
+        written = "/".join(str(p) for p in key if p is not None)
+        skips.add(f"{speaker_map}:{written}", f"speaker map key {written!r} matches no clip of the corpus")
+    return build_corpus(root, specs, utterances, skips, names_file=speaker_map)
 
 
 def _subset_dirs(root: Path, subsets) -> list[tuple[str, Path]]:
@@ -86,7 +113,9 @@ def _subset_dirs(root: Path, subsets) -> list[tuple[str, Path]]:
         return found or [(root.name, root)]  # corpus_dir is itself one subset (or one dialogue)
     for name in subsets:
         if not (root / name).is_dir():
-            raise DataError(root / name, f"subset folder not found (known subsets: {', '.join(SUBSETS)})")
+            raise DataError(
+                root / name, f"subset folder not found; check --corpus-option subsets (known: {', '.join(SUBSETS)})"
+            )
     return [(name, root / name) for name in subsets]
 
 
@@ -101,34 +130,43 @@ def _subset_language(subset: str, folder: Path) -> str:
 
 
 def _dialogue_dirs(subset_dir: Path) -> list[Path]:
-    hits = {p.parent for p in subset_dir.rglob("*") if p.suffix == ".wav" or p.name == "metadata.json"}
+    hits = {p.parent for p in subset_dir.rglob("*") if p.suffix in (".wav", ".lab") or p.name == "metadata.json"}
     return sorted(hits, key=natural_key)
 
 
-def _speaker_spec(mapping: dict, subset: str, dialog: int, spk: int, lang: str) -> dict:
-    entry = mapping.get((subset, dialog, spk)) or mapping.get((None, dialog, spk))
-    if entry:
-        return {
-            "id": entry["id"],
-            "role": "subject",
-            "language": lang,
-            "gender": entry.get("gender") or "unknown",
-            "name": entry.get("name"),
-        }
-    return {"id": f"ncssd_{subset.lower()}_d{dialog}_s{spk}", "role": "negative", "language": lang, "gender": "unknown"}
+def _speaker_spec(mapping: dict, subset: str, dialog: int, spk: int, lang: str) -> tuple[dict, tuple]:
+    """The speaker's fields and the map key that gave them (``None`` when unmapped)."""
+    for key in ((subset, dialog, spk), (None, dialog, spk)):
+        entry = mapping.get(key)
+        if entry:
+            return {
+                "id": entry["id"],
+                "role": "subject",
+                "language": lang,
+                "gender": entry.get("gender") or "unknown",
+                "name": entry.get("name") or entry["id"],
+                "name_from": None if entry.get("name") else "speaker map id",
+            }, key
+    spec = {"id": f"ncssd_{subset.lower()}_d{dialog}_s{spk}", "role": "negative", "language": lang, "gender": "unknown"}
+    return spec, None
 
 
 # ---- one dialogue ----------------------------------------------------------------------------
 
 
-def _read_dialogue(folder: Path, skips: SkipLog) -> list[tuple]:
+def _read_dialogue(folder: Path, skips: SkipLog, encoding: str = "utf-8") -> list[tuple]:
     """``(wav, (dialog, turn, spk), text, (duration, sr))`` per usable clip, in turn order."""
     meta = folder / "metadata.json"
-    entries = _read_metadata(meta, skips) if meta.is_file() else {}
+    entries = _read_metadata(meta, skips, encoding) if meta.is_file() else {}
     clips = []
+    for other in sorted(folder.iterdir(), key=natural_key):
+        if other.is_file() and other.suffix != ".wav" and not other.name.startswith(".") and looks_like_audio(other):
+            skips.add(other, "not read: NCSSD's clips are .wav files ({turn}_{spk}_d{dialog}.wav)")
+        elif other.suffix == ".lab" and not other.with_suffix(".wav").is_file():
+            skips.add(other, f"transcript without audio (no {other.stem}.wav beside it)")
     for wav in sorted(folder.glob("*.wav"), key=natural_key):
         try:
-            ids, text = _clip(wav, entries)
+            ids, text = _clip(wav, entries, encoding)
             clips.append((wav, ids, text, probe_audio(wav)))
         except SkipItem as exc:
             skips.add(wav, str(exc))
@@ -137,7 +175,7 @@ def _read_dialogue(folder: Path, skips: SkipLog) -> list[tuple]:
     return clips
 
 
-def _clip(wav: Path, entries: dict) -> tuple[tuple[int, int, int], str]:
+def _clip(wav: Path, entries: dict, encoding: str = "utf-8") -> tuple[tuple[int, int, int], str]:
     match = WAV_STEM.fullmatch(wav.stem)
     if not match:
         raise SkipItem("file name is not {turn}_{spk}_d{dialog}.wav")
@@ -148,20 +186,25 @@ def _clip(wav: Path, entries: dict) -> tuple[tuple[int, int, int], str]:
     if entry is not None and entry["speaker"] != spk:
         raise SkipItem(f"metadata.json gives speaker {entry['speaker']}, the file name {spk}")
     if entry is None or wav.with_suffix(".lab").is_file():
-        text = read_transcript(wav, (".lab",))
+        text = read_transcript(wav, (".lab",), encoding)
     else:
-        text = str(entry["text"]).strip()
+        text = str(entry["text"]).replace("\ufeff", "").strip()
+        if not text:
+            raise SkipItem("metadata.json gives an empty text")
     return (dialog, turn, spk), text
 
 
-def _read_metadata(path: Path, skips: SkipLog) -> dict[int, dict | str]:
+def _read_metadata(path: Path, skips: SkipLog, encoding: str = "utf-8") -> dict[int, dict | str]:
     """Entries by turn; a malformed entry maps to the reason it is unusable."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(read_text(path, encoding))
         entries = doc.get("utterents", doc.get("utterances")) if isinstance(doc, dict) else None
         if not isinstance(entries, (dict, list)):
             raise ValueError("no 'utterents' (or 'utterances') mapping")
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except UnicodeDecodeError as exc:
+        skips.add(path, unreadable_text("metadata", exc, encoding) + "; using the .lab files")
+        return {}
+    except (OSError, ValueError) as exc:
         skips.add(path, f"unreadable metadata ({exc}); using the .lab files")
         return {}
     items = entries.items() if isinstance(entries, dict) else enumerate(entries)
@@ -190,44 +233,67 @@ def _check_entry(entry, where: str) -> dict | str:
 # ---- the speaker map -------------------------------------------------------------------------
 
 
-def load_speaker_map(path) -> dict[tuple[str | None, int, int], dict]:
+def load_speaker_map(path, encoding: str = "utf-8") -> dict[tuple[str | None, int, int], dict]:
     """``{(subset or None, dialogue, speaker): {"id", "name", "gender"}}`` from a map file."""
     path = Path(path)
     if not path.is_file():
-        raise DataError(path, "speaker map not found")
+        raise DataError(path, "speaker map not found; check --corpus-option speaker_map")
     subjects: dict[str, dict] = {}
     out = {}
-    for key, value in _read_map_file(path).items():
-        entry = {"id": str(value)} if isinstance(value, (str, int)) else value
+    for key, value in _read_map_file(path, encoding).items():
+        entry = {"id": str(value)} if isinstance(value, (str, int)) and not isinstance(value, bool) else value
         match = MAP_KEY.fullmatch(str(key))
         if not match:
             raise DataError(
-                path, "key must be 'dialogue/speaker' or 'subset/dialogue/speaker', e.g. '12/0'", field=str(key)
+                path, "key must be 'dialogue/speaker' or 'subset/dialogue/speaker'; write e.g. '12/0'", field=str(key)
             )
         if not isinstance(entry, dict) or not entry.get("id") or set(entry) - set(MAP_FIELDS):
-            raise DataError(path, f"value must be a subject id or a mapping of {MAP_FIELDS} with an id", field=str(key))
+            raise DataError(
+                path,
+                f"value must be a subject id or a mapping of {', '.join(MAP_FIELDS)} with an id; "
+                "write e.g. '12/0': en_subj01 or '12/0': {id: en_subj01, name: Alice}",
+                field=str(key),
+            )
+        for field in ("name", "gender"):
+            value = entry.get(field)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise DataError(
+                    path,
+                    f"{field} must be a non-empty text, got {value!r}; quote it or leave it out",
+                    field=f"{key}.{field}",
+                )
         merged = subjects.setdefault(str(entry["id"]), {"id": str(entry["id"])})
         for field in ("name", "gender"):
             if entry.get(field) and merged.get(field) not in (None, entry[field]):
-                raise DataError(path, f"subject {merged['id']!r} has two values of {field!r}", field=str(key))
+                raise DataError(
+                    path,
+                    f"subject {merged['id']!r} has two values of {field!r} ({merged[field]!r} and "
+                    f"{entry[field]!r}); give one",
+                    field=str(key),
+                )
             merged[field] = entry.get(field) or merged.get(field)
         out[(match.group(1), int(match.group(2)), int(match.group(3)))] = merged
     return out
 
 
-def _read_map_file(path: Path) -> dict:
+def _read_map_file(path: Path, encoding: str = "utf-8") -> dict:
     suffix = path.suffix.lower()
     if suffix not in (".json", ".yaml", ".yml", ".tsv"):
-        raise DataError(path, "speaker map must be .json, .yaml/.yml or .tsv")
+        raise DataError(path, "speaker map must be .json, .yaml/.yml or .tsv; rename or convert it")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, encoding)
         doc = None if suffix == ".tsv" else json.loads(text) if suffix == ".json" else (yaml.safe_load(text) or {})
-    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
-        raise DataError(path, f"cannot read speaker map ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(path, unreadable_text("speaker map", exc, encoding)) from None
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        problem = str(getattr(exc, "problem", None) or exc).splitlines()[0].replace(";", ",")
+        raise DataError(path, f"cannot read speaker map ({problem}); fix its syntax") from None
     if suffix == ".tsv":
         return _read_tsv(path, text)
     if not isinstance(doc, dict):
-        raise DataError(path, "speaker map must map 'dialogue/speaker' keys to subject ids")
+        raise DataError(
+            path, "speaker map must map 'dialogue/speaker' keys to subject ids; write e.g. '12/0': en_subj01"
+        )
     return doc
 
 
@@ -238,6 +304,7 @@ def _read_tsv(path: Path, text: str) -> dict:
         if not line.strip() or line.startswith("#") or cells[0].lower() in ("key", "dialogue/speaker"):
             continue
         if not 2 <= len(cells) <= 4 or cells[0] in doc:
-            raise DataError(path, "expected a new key<TAB>id[<TAB>name[<TAB>gender]]", line=lineno)
+            what = f"key {cells[0]!r} given twice" if cells[0] in doc else f"{len(cells)} tab-separated cell(s)"
+            raise DataError(path, f"{what}; write a new key<TAB>id[<TAB>name[<TAB>gender]] per line", line=lineno)
         doc[cells[0]] = {f: v for f, v in zip(MAP_FIELDS, cells[1:]) if v}
     return doc

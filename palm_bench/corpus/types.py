@@ -29,6 +29,10 @@ class Speaker:
     profile: dict | None = None  # subjects only: PALM Table 11 fields
     persona: str | None = None  # negatives only: what their talk is about
     texts: tuple[str, ...] = ()  # authored utterances, in order
+    #: where ``name`` came from when the corpus gave none: ``"folder"`` (the folder reader: the
+    #: speaker folder's name) or ``"speaker map id"`` (NCSSD: the mapped subject id); None when
+    #: the corpus named the speaker. ``corpus-info`` lists these speakers.
+    name_from: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +58,9 @@ class Corpus(ReaderResult):
     render_info: dict = dataclasses.field(default_factory=dict)
     #: the folder holding the corpus's ``human_descriptions.yaml`` (if any)
     descriptions_dir: Path | None = None
+    #: True when every clip is known to be usable (the embedded corpus, measured when rendered;
+    #: or a corpus already through :func:`palm_bench.corpus.screen.screen_corpus`)
+    screened: bool = False
 
     def subjects(self, language: str | None = None) -> list[Speaker]:
         return [
