@@ -218,8 +218,8 @@ def segment_audio_problem(seg: Conversation) -> str | None:
 
     try:
         read_audio_span(seg.audio, seg.offset, seg.duration, target_sr=None)
-    except AudioError as exc:
-        return " ".join(str(exc).replace(";", ",").split())
+    except AudioError as exc:  # named by its file name: build_info and the card carry no local folders
+        return " ".join(str(exc).replace(str(seg.audio), seg.audio.name).replace(";", ",").split())
     return None
 
 

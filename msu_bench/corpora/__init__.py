@@ -24,7 +24,7 @@ skip; a missing corpus folder, or one with nothing usable, raises :class:`DataEr
 
 Turns are checked here too, whatever the reader: a time that is not a finite number (``nan``,
 ``inf``), a negative start or start >= end is a counted skip of that turn (``file:line`` where the
-reader knows it). A turn that starts at or after the end of the audio is dropped, one that runs
+reader knows it), and so is a turn repeating an earlier one (same speaker, times and text). A turn that starts at or after the end of the audio is dropped, one that runs
 past it (by more than 10 ms) is cut at the end; each is a counted skip saying so, so the
 transcript never describes speech the audio does not hold.
 
@@ -176,8 +176,9 @@ def require_some(conversations: list, root: Path, corpus: str, what: str, skippe
 
 
 def _checked_turns(turns, annotation, skipped: list[Skip]) -> list[tuple]:
-    """``(speaker, start, end, text)`` of the turns whose times are usable; the rest counted."""
-    out = []
+    """``(speaker, start, end, text, where)`` of the turns whose times are usable and that do not
+    repeat an earlier turn (same speaker, times and text); the rest counted."""
+    out, seen = [], {}
     for spk, s, e, text, *where in turns:
         item = where[0] if where else str(annotation)
         try:
@@ -192,7 +193,13 @@ def _checked_turns(turns, annotation, skipped: list[Skip]) -> list[tuple]:
         elif s >= e:
             skipped.append(Skip(item, f"turn of {spk}: start {s} >= end {e}"))
         else:
-            out.append((spk, round(s, 6), round(e, 6), text.replace("\ufeff", ""), item))
+            turn = (spk, round(s, 6), round(e, 6), text.replace("\ufeff", ""))
+            if turn in seen:
+                first = Path(seen[turn]).name  # "<file>:<line>", without the corpus's folders
+                skipped.append(Skip(item, f"duplicate turn: same speaker, times and text as {first}"))
+                continue
+            seen[turn] = item
+            out.append((*turn, item))
     return out
 
 

@@ -6,8 +6,10 @@ public layout, so they (and any user corpus) are read in this form::
               /**/<name>.json   [{"start": s, "end": s, "speaker": "...", "text": "..."}, ...]
               /**/<name>.csv    or a CSV with a header row: start,end,speaker,text
 
-RTTM lines of other types (``SPKR-INFO``, ...), comments and blank lines are ignored; the
-``<file>`` field is not checked (one recording per RTTM). A SPEAKER line with too few fields, a
+RTTM lines of other types (``SPKR-INFO``, ...), comments and blank lines are ignored. One
+recording per RTTM: the recording is the ``<file>`` id equal to the RTTM's name (else the first
+one in it), and a SPEAKER line of another ``<file>`` id is a counted skip (a corpus-wide RTTM is
+never merged into one conversation: split it per recording). A SPEAKER line with too few fields, a
 start or duration that is not a finite number (``nan``, ``inf``), a negative start or a duration
 <= 0 is a counted skip (file:line); so is a line repeating an earlier one (same speaker, start
 and duration: "duplicate of line N"). A segment running past the end of the audio is cut there
@@ -211,9 +213,20 @@ def _read_rttm(path: Path, skipped: list, encoding: str = "utf-8") -> list[tuple
         skipped.append(Skip(str(path), unreadable("RTTM", exc, encoding)))
         return []
     segments, seen = [], {}
+    ids = [f[1] for f in (line.split() for line in lines) if len(f) > 1 and f[0] == "SPEAKER"]
+    recording = path.stem if path.stem in ids else (ids[0] if ids else path.stem)
     for number, line in enumerate(lines, 1):
         fields = line.split()
         if not fields or fields[0] != "SPEAKER":
+            continue
+        if len(fields) > 1 and fields[1] != recording:
+            skipped.append(
+                Skip(
+                    f"{path}:{number}",
+                    f"line of recording {fields[1]!r}, but this RTTM is read as recording {recording!r} "
+                    f"(one recording per .rttm file, beside its audio): split the RTTM per recording",
+                )
+            )
             continue
         try:
             if len(fields) < 8:

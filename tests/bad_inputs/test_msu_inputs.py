@@ -191,6 +191,14 @@ RTTM_CASES = [
         check=turns_are(13),
     ),
     Case(
+        "rttm-lines-of-another-recording",
+        "msu-bench",
+        rttm_make(lambda lines: lines + [ln.replace("SPEAKER call ", "SPEAKER other ") for ln in lines[:3]]),
+        exit=0,
+        skips={"line of recording 'other', but this RTTM is read as recording 'call'": 3},
+        check=turns_are(13),
+    ),
+    Case(
         "rttm-turn-past-audio-end",
         "msu-bench",
         rttm_make(past_end),
@@ -486,6 +494,14 @@ CHIME6_CASES = [
         skips={"runs past the end of the audio (S02_U01.CH1.wav, 3.000 s)": 1},
     ),
     Case(
+        "chime6-duplicate-segment",
+        "msu-bench",
+        chime_make([*GOOD_SEGMENTS, GOOD_SEGMENTS[1]]),
+        exit=0,
+        skips={"duplicate turn: same speaker, times and text as": 1},
+        check=speakers_of("chime6-S02", 2, 2),
+    ),
+    Case(
         "chime6-words-not-text",
         "msu-bench",
         chime_make([*GOOD_SEGMENTS, seg("P06", "0:00:02.10", "0:00:02.40", ["a", "list"])]),
@@ -565,6 +581,14 @@ MAGICDATA_CASES = [
         magic_make({"C1": [*GOOD_LINES, "[2.0,abc]\tG00000140\t女\t坏", "[2.5,2.0]\tG00000141\t男\t倒序"]}),
         exit=0,
         skips={"expected [start,end]": 1, "start 2.500 >= end 2.000": 1},
+    ),
+    Case(
+        "magicdata-duplicate-line",
+        "msu-bench",
+        magic_make({"C1": [*GOOD_LINES, GOOD_LINES[0]]}),
+        exit=0,
+        skips={"duplicate turn: same speaker, times and text as": 1},
+        check=speakers_of("magicdata-C1", 2, 2),
     ),
     Case(
         "magicdata-one-speaker",
