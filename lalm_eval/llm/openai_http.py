@@ -90,6 +90,7 @@ class OpenAIChatLLM(TextLLM):
         self._key_source = "the judge spec's api_key" if api_key is not None else self.key_env
         self._api_key = api_key if api_key is not None else os.environ.get(self.key_env)
         redaction.register(self._api_key)
+        self._refused: KeyRefused | None = None
         self.temperature, self.max_tokens = float(temperature), int(max_tokens)
         self.timeout, self.max_retries = float(timeout), int(max_retries)
         self.concurrency, self.retry_delay = int(concurrency), float(retry_delay)
@@ -190,6 +191,8 @@ class OpenAIChatLLM(TextLLM):
         raise AssertionError("unreachable")
 
     def _post(self, body: dict) -> str:
+        if self._refused is not None:
+            raise self._refused
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
@@ -207,7 +210,8 @@ class OpenAIChatLLM(TextLLM):
             reply = HTTPReply(exc.code, exc.headers.get("Content-Type", "") if exc.headers else "", body)
             detail = describe_reply(reply, "error") or self._redact(body[:300].decode("utf-8", "replace").strip())
             if exc.code in _AUTH_STATUS:
-                raise self._key_refused(exc.code, detail) from None
+                self._refused = self._key_refused(exc.code, detail)  # the chats still queued are not sent
+                raise self._refused from None
             if exc.code in _RETRY_STATUS:
                 raise _Retryable(f"HTTP status {exc.code}: {detail}") from None
             raise LLMError(f"POST {self.url} returned HTTP status {exc.code}: {detail}") from None

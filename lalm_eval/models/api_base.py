@@ -594,6 +594,8 @@ class APIAdapter(Adapter):
                 continue
             except BadRequest as exc:
                 if isinstance(exc, KeyRejected) or exc.status in AUTH_STATUS:
+                    if stop is not None:
+                        stop.set()  # before this worker takes the next request
                     raise self.key_rejected(exc) from None
                 return Response.failed("bad_request", f"{where}: {self.redact(exc)}", **meta, attempts=attempt + 1)
             except ReplyTooLarge as exc:
