@@ -21,6 +21,8 @@ import logging
 import math
 from pathlib import Path
 
+import yaml
+
 from lalm_eval.cli_support import load_preset_data
 from lalm_eval.errors import AudioError, ConfigError
 from lalm_eval.hub.readers import skip_records
@@ -119,7 +121,18 @@ def _checked(key: str, value, where: str):
 
 def load_preset(name_or_path: str, overrides: dict | None = None) -> MsuConfig:
     """The preset's config with ``overrides`` (the ``--set`` keys) applied, every value checked."""
-    data, path = load_preset_data(name_or_path, PRESET_DIR)
+    names = sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
+    if not Path(name_or_path).is_file() and not (PRESET_DIR / f"{name_or_path}.yaml").is_file():
+        raise ConfigError(
+            f"--preset {name_or_path}: no such preset or file; give one of {', '.join(names)}, or a YAML file"
+        )
+    try:
+        data, path = load_preset_data(name_or_path, PRESET_DIR)
+    except (OSError, UnicodeError, yaml.YAMLError) as exc:
+        what = " ".join(str(exc).replace(";", ",").split())
+        raise ConfigError(
+            f"--preset {name_or_path}: not a readable YAML file ({what}); fix it, or give one of {', '.join(names)}"
+        ) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a preset must be a YAML mapping of config keys; see msu_bench/presets/small.yaml")
     overrides = overrides or {}

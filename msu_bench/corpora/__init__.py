@@ -39,6 +39,7 @@ templates exist in (``en``, ``zh``).
 from __future__ import annotations
 
 import codecs
+import difflib
 import math
 import re
 from pathlib import Path
@@ -58,8 +59,13 @@ for _kind in ("alimeeting", "chime6", "magicdata", "rttm"):
 
 
 def read_corpus(kind: str, corpus_dir: str | None = None, options: dict | None = None) -> ReadReport:
-    """The conversations of reader ``kind`` (a :class:`~lalm_eval.errors.ConfigError` names the
-    known kinds when it is not one)."""
+    """The conversations of reader ``kind`` (a :class:`~lalm_eval.errors.ConfigError` naming
+    ``--corpus`` and the known kinds when it is not one)."""
+    if kind not in READERS:
+        names = READERS.names()
+        close = difflib.get_close_matches(str(kind), names, n=1)
+        hint = f"did you mean --corpus {close[0]}? " if close else ""
+        raise ConfigError(f"--corpus {kind}: not an MSU-Bench corpus reader; {hint}Available: {', '.join(names)}")
     return _read_with(READERS, kind, corpus_dir, options)
 
 

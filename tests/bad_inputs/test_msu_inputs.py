@@ -824,6 +824,14 @@ def set_make(*items, command="corpus-info"):
     return make
 
 
+def preset_make(text: str):
+    def make(tmp: Path) -> list:
+        (tmp / "preset.yaml").write_text(text, encoding="utf-8")
+        return ["corpus-info", "--preset", tmp / "preset.yaml"]
+
+    return make
+
+
 def nothing_written(tmp, result):
     assert not (tmp / "out").exists()
 
@@ -856,6 +864,29 @@ CONFIG_CASES = [
         "msu-bench",
         set_make("min_speakers=two"),
         says=("--set min_speakers", "'two'"),
+    ),
+]
+
+
+CONFIG_CASES += [
+    Case(
+        "msu-unknown-corpus-reader",
+        "msu-bench",
+        lambda tmp: ["corpus-info", "--corpus", "rtm", "--corpus-dir", tmp],
+        says=("--corpus rtm", "did you mean --corpus rttm"),
+    ),
+    Case("msu-unknown-preset", "msu-bench", lambda tmp: ["corpus-info", "--preset", "huge"], says=("--preset huge",)),
+    Case(
+        "msu-preset-not-yaml",
+        "msu-bench",
+        preset_make("seed: [1\n"),
+        says=("--preset {tmp}/preset.yaml", "not a readable YAML file"),
+    ),
+    Case(
+        "msu-preset-not-a-mapping",
+        "msu-bench",
+        preset_make("- seed\n- 3\n"),
+        says=("{tmp}/preset.yaml", "must be a YAML mapping"),
     ),
 ]
 
