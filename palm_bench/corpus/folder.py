@@ -386,7 +386,11 @@ def prepare_folder(
         utterances += _read_speaker(folder, specs[folder.name], skips, encoding)
     for sid in sorted(set(info) - set(specs)):
         key = info[sid]["_key"]
-        hint = f" (YAML read the id as the number {key!r}: quote it, e.g. '{key}')" if not isinstance(key, str) else ""
+        hint = (
+            f" (YAML read this id as the number {key!r}: quote ids that look like numbers, e.g. '001')"
+            if not isinstance(key, str)
+            else ""
+        )
         skips.add(f"{speakers_path}:{sid}", f"speaker {sid!r} is listed but has no folder {sid}/{hint}")
     voiced = {u.speaker for u in utterances}
     unknown = [sid for sid, spec in specs.items() if not spec["language"] and sid in voiced]
