@@ -1,12 +1,19 @@
 """The embedded MSU conversations (rendered by ``tools/render_conversations.py``) as
-:class:`~msu_bench.types.Conversation` objects with their full annotation."""
+:class:`~msu_bench.types.Conversation` objects with their full annotation.
+
+A rendered copy (``--corpus embedded --corpus-dir D``: ``D/manifest.jsonl``) is checked as it is
+read: a malformed record is a :class:`DataError` naming the manifest line, and a record whose
+audio file is missing is kept without audio and counted as a skip (``audio missing``).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from functools import lru_cache
 from pathlib import Path
 
 from lalm_eval.errors import DataError
+from lalm_eval.hub.readers import Skip
 from lalm_eval.jsonl import iter_jsonl
 from msu_bench.render import CONVERSATIONS_DIR
 from msu_bench.types import Conversation, ReadReport, SpeakerInfo, Turn
@@ -90,11 +97,29 @@ def _conversation(rec: dict, root: Path, where: str) -> Conversation:
 
 def read_manifest(path: Path) -> ReadReport:
     if not path.is_file():
-        raise DataError(path, "manifest not found (render with tools/render_conversations.py)")
-    conversations = []
+        raise DataError(
+            path,
+            "manifest not found; render one with tools/render_conversations.py, or leave out --corpus-dir "
+            "to use the packaged conversations",
+        )
+    conversations, skips = [], []
     for lineno, rec in iter_jsonl(path, REQUIRED):
-        conversations.append(_conversation(rec, path.parent, f"{path}:{lineno}"))
-    return ReadReport(conversations)
+        try:
+            conv = _conversation(rec, path.parent, f"{path}:{lineno}")
+        except DataError:
+            raise
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+            what = " ".join(f"{type(exc).__name__}: {exc}".replace(";", ",").split())
+            raise DataError(
+                path,
+                f"malformed conversation record ({what}); re-render it with tools/render_conversations.py",
+                line=lineno,
+            ) from None
+        if not conv.audio.is_file():
+            skips.append(Skip(f"{path}:{lineno}", f"audio missing ({rec['audio']})"))
+            conv = dataclasses.replace(conv, audio=None)
+        conversations.append(conv)
+    return ReadReport(conversations, skips=skips)
 
 
 @lru_cache(maxsize=1)

@@ -891,6 +891,50 @@ CONFIG_CASES += [
 ]
 
 
+# --- a rendered copy of the embedded conversations (--corpus embedded --corpus-dir D) ------------
+
+
+def embedded_copy_make(first_line=None):
+    """``D/manifest.jsonl`` holding the packaged manifest's first record (its audio not copied),
+    or ``first_line`` as written."""
+
+    def make(tmp: Path) -> list:
+        from msu_bench.embedded import DATA_DIR
+
+        (tmp / "copy").mkdir()
+        line = first_line or (DATA_DIR / "manifest.jsonl").read_text(encoding="utf-8").splitlines()[0]
+        (tmp / "copy" / "manifest.jsonl").write_text(line + "\n", encoding="utf-8")
+        return ["corpus-info", "--corpus", "embedded", "--corpus-dir", tmp / "copy", "--json"]
+
+    return make
+
+
+EMBEDDED_CASES = [
+    Case(
+        "msu-embedded-copy-without-manifest",
+        "msu-bench",
+        lambda tmp: ["corpus-info", "--corpus", "embedded", "--corpus-dir", tmp],
+        says=("{tmp}/manifest.jsonl", "manifest not found", "--corpus-dir"),
+    ),
+    Case(
+        "msu-embedded-manifest-record-malformed",
+        "msu-bench",
+        embedded_copy_make(
+            '{"id": "x", "language": "en", "speakers": {}, "turns": [{"speaker": "a"}], "audio": "a.opus", "duration": 3}'
+        ),
+        says=("{tmp}/copy/manifest.jsonl:1", "malformed conversation record", "KeyError: 'index'"),
+    ),
+    Case(
+        "msu-embedded-copy-audio-missing",
+        "msu-bench",
+        embedded_copy_make(),
+        exit=0,
+        skips={"audio missing (audio/": 1},
+        check=lambda tmp, r: all(c["segments"] == 0 for c in r.json()["conversations"]) or pytest.fail(r.out),
+    ),
+]
+
+
 # --- build: refuses before work, and agrees with corpus-info --------------------------------------
 
 
@@ -939,7 +983,16 @@ BUILD_CASES = [
     ),
 ]
 
-CASES = RTTM_CASES + ALIMEETING_CASES + CHIME6_CASES + MAGICDATA_CASES + RELEASE_CASES + CONFIG_CASES + BUILD_CASES
+CASES = (
+    RTTM_CASES
+    + ALIMEETING_CASES
+    + CHIME6_CASES
+    + MAGICDATA_CASES
+    + RELEASE_CASES
+    + CONFIG_CASES
+    + EMBEDDED_CASES
+    + BUILD_CASES
+)
 EXTRA_CASE_IDS = ["msu-build-agrees-with-corpus-info"]
 
 
