@@ -9,52 +9,57 @@ from __future__ import annotations
 import argparse
 
 from lalm_eval.cli_support import add_llm_options, add_push_command, llm_from_args, parse_key_values, run
+from lalm_eval.hub.atomic import print_folder_report, staged_build
 from msu_bench import __version__
 
 
 def _build(args) -> int:
     import logging
 
-    from msu_bench.export import build
-    from msu_bench.plan import load_preset
-
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if args.mcq_dir and args.corpus is None:  # the authors' public release alone
         return _build_mcq(args)
     args.corpus = args.corpus or "embedded"
     args.out = args.out or "msu-bench"
-    cfg = load_preset(args.preset, parse_key_values(args.set))
-    info = build(
-        args.out,
-        cfg,
-        corpus=args.corpus,
-        corpus_dir=args.corpus_dir,
-        corpus_options=parse_key_values(args.corpus_option),
-        repo_id=args.repo_id,
-        llm=llm_from_args(args),
-        mcq_dir=args.mcq_dir,
-        num_proc=args.num_proc,
-    )
+    with staged_build(args.out, "--out"):  # --out checked, its stage opened before anything is imported or read
+        from msu_bench.export import build
+        from msu_bench.plan import load_preset
+
+        cfg = load_preset(args.preset, parse_key_values(args.set))
+        info = build(
+            args.out,
+            cfg,
+            corpus=args.corpus,
+            corpus_dir=args.corpus_dir,
+            corpus_options=parse_key_values(args.corpus_option),
+            repo_id=args.repo_id,
+            llm=llm_from_args(args),
+            mcq_dir=args.mcq_dir,
+            num_proc=args.num_proc,
+        )
     st = info["stats"]
     print(
         f"wrote {args.out}: {st['total_questions']} questions about {st['segments']} segments "
         f"({', '.join(f'{k}: {v}' for k, v in st['languages'].items())}) in {info['seconds']:.0f} s; "
         f"load with datasets.load_dataset({str(args.out)!r}, 'all')"
     )
+    print_folder_report("msu-bench", args.out, info)
     return 0
 
 
 def _build_mcq(args) -> int:
-    from msu_bench.mcq_export import DEFAULT_OUT, build_mcq
+    out = args.out or "msu-bench-mcq"  # msu_bench.mcq_export.DEFAULT_OUT, the msu_mcq tasks' dataset_path
+    with staged_build(out, "--out"):  # --out checked, its stage opened before anything is imported or read
+        from msu_bench.mcq_export import build_mcq
 
-    out = args.out or DEFAULT_OUT
-    info = build_mcq(out, args.mcq_dir, repo_id=args.repo_id)
+        info = build_mcq(out, args.mcq_dir, repo_id=args.repo_id)
     from msu_bench.mcq import describe_import
 
     print(
         f"wrote {out}: {describe_import(info['stats']['mcq_import'])}; "
         f"see {out}/build_info.json; evaluate with lalm-eval --tasks msu_mcq"
     )
+    print_folder_report("msu-bench", out, info)
     return 0
 
 

@@ -1,14 +1,20 @@
-"""``msu-bench build``: run the builder per tier and export Parquet + card (``all`` = union)."""
+"""``msu-bench build``: run the builder per tier and export Parquet + card (``all`` = union).
+
+The folder is written as a whole (:func:`lalm_eval.hub.atomic.staged_build`): into a temporary
+sibling, renamed into place when complete, an earlier build replaced only then, so
+``load_dataset(out_dir, ...)`` never meets a half-built folder; the next build cleans up what an
+interrupted one left.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections import Counter, defaultdict
-from pathlib import Path
 
 import yaml
 
+from lalm_eval.hub.atomic import stage_report, staged_build
 from lalm_eval.hub.card import feature_rows, front_matter, render_card
 from lalm_eval.hub.export import check_num_proc, export_builders, finish_folder, with_union_config
 from msu_bench.builder import CITATION, FEATURES, TIERS, MsuBench
@@ -70,12 +76,21 @@ def build(
 ) -> dict:
     """Build and export; ``llm`` (a TextLLM) asks the tasks the annotation cannot answer;
     ``mcq_dir`` (a local copy of the authors' public release) adds the ``mcq`` config;
-    ``num_proc`` writes each tier's rows in that many processes (same shards for any value)."""
+    ``num_proc`` writes each tier's rows in that many processes (same shards for any value).
+    ``out_dir`` is checked before any work (a :class:`~lalm_eval.errors.ConfigError` naming
+    ``--out``); the returned info's ``folder`` says what was replaced, kept and cleaned up."""
+    check_num_proc(num_proc)  # before planning
+    with staged_build(out_dir) as stage:  # --out checked, leftovers of interrupted builds cleaned up
+        info = _build(stage, cfg, corpus, corpus_dir, corpus_options, repo_id, llm, mcq_dir, num_proc)
+    info["folder"] = stage_report(stage)
+    return info
+
+
+def _build(stage, cfg, corpus, corpus_dir, corpus_options, repo_id, llm, mcq_dir, num_proc) -> dict:
     from lalm_eval.audio.io import require_codec
 
     require_codec()  # before planning: the export encodes every clip through torchcodec
-    check_num_proc(num_proc)  # before planning
-    out_dir, t0 = Path(out_dir), time.perf_counter()
+    out_dir, t0 = stage.path, time.perf_counter()
     plan = make_plan(cfg, corpus, corpus_dir, corpus_options, llm=llm)
     taxonomy = load_taxonomy()
     asked_tiers = {taxonomy.task(q.task_id).tier for qs in plan.questions.values() for q in qs}
@@ -96,7 +111,7 @@ def build(
         )
 
     configs = [t for t in TIERS if t in asked_tiers] + (["mcq"] if mcq_dir else [])
-    files, stats = export_builders(make_builder, configs, out_dir, statistics, num_proc=num_proc)
+    files, stats = export_builders(make_builder, configs, out_dir, statistics, num_proc=num_proc, work_dir=out_dir)
     tier_files = {k: v for k, v in files.items() if k in TIERS}
     durations = [s.duration for s in plan.segments]
     stats.update(
@@ -143,4 +158,4 @@ def build(
         "plan": plan.stats,
         "seconds": round(time.perf_counter() - t0, 2),
     }
-    return finish_folder(out_dir, render_card("msu.md.j2", context), info)
+    return finish_folder(out_dir, render_card("msu.md.j2", context), info, stage=stage)

@@ -1,11 +1,13 @@
 """``msu-bench build --mcq-dir RELEASE``: the authors' public release alone, as config ``mcq`` of a
-Hub-style folder (Parquet + card + ``build_info.json`` with what was kept and skipped, and why)."""
+Hub-style folder (Parquet + card + ``build_info.json`` with what was kept and skipped, and why),
+written as a whole (:func:`lalm_eval.hub.atomic.staged_build`: a temporary sibling renamed into
+place when complete), so an interrupted import never leaves a half-written folder."""
 
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
+from lalm_eval.hub.atomic import stage_report, staged_build
 from lalm_eval.hub.card import feature_rows, front_matter, render_card
 from lalm_eval.hub.export import export_builders, finish_folder
 from msu_bench.mcq import import_summary, read_mcq_release, release_data
@@ -29,10 +31,19 @@ def card_context(summary: dict) -> dict:
 
 
 def build_mcq(out_dir, mcq_dir, repo_id: str | None = None, languages=("cn", "en")) -> dict:
-    """Import the release under ``mcq_dir`` into ``out_dir/mcq/``; returns build_info."""
+    """Import the release under ``mcq_dir`` into ``out_dir/mcq/``; returns build_info (and
+    ``folder``: what was replaced, kept and cleaned up). ``out_dir`` is checked before the release
+    is read (a :class:`~lalm_eval.errors.ConfigError` naming ``--out``)."""
+    with staged_build(out_dir) as stage:
+        info = _build_mcq(stage, mcq_dir, repo_id, languages)
+    info["folder"] = stage_report(stage)
+    return info
+
+
+def _build_mcq(stage, mcq_dir, repo_id, languages) -> dict:
     from msu_bench.mcq_builder import CITATION, FEATURES, MsuMcq
 
-    out_dir, t0 = Path(out_dir), time.perf_counter()
+    out_dir, t0 = stage.path, time.perf_counter()
     summary = mcq_summary(mcq_dir, languages)
     files, n = export_builders(
         lambda name, cache: MsuMcq(
@@ -41,6 +52,7 @@ def build_mcq(out_dir, mcq_dir, repo_id: str | None = None, languages=("cn", "en
         ["mcq"],
         out_dir,
         lambda built: len(built["mcq"]["test"]),
+        work_dir=out_dir,
     )
     if n != summary["questions_kept"]:  # the builder re-reads the release: it must agree with the summary
         raise RuntimeError(f"MSU release import: {n} rows written, {summary['questions_kept']} expected")
@@ -69,4 +81,4 @@ def build_mcq(out_dir, mcq_dir, repo_id: str | None = None, languages=("cn", "en
         "stats": stats,
         "seconds": round(time.perf_counter() - t0, 2),
     }
-    return finish_folder(out_dir, render_card("msu_mcq.md.j2", context), info)
+    return finish_folder(out_dir, render_card("msu_mcq.md.j2", context), info, stage=stage)

@@ -41,6 +41,23 @@ def _corpus_info(args) -> int:
 
 
 def _build(args) -> int:
+    from lalm_eval.hub.atomic import print_folder_report, staged_build
+
+    # --out checked and its stage opened before anything is imported, read or planned
+    with staged_build(args.out, "--out"):
+        info = _build_into(args)
+    st = info["stats"]
+    print(
+        f"wrote {args.out}: {st['total_samples']} samples ({st['total_sample_hours']:.2f} h) from "
+        f"{st['unique_audios']} clips in {info['seconds']['total']:.0f} s; "
+        f"{info['bytes_per_sample'] / 1000:.1f} kB/sample; load with "
+        f"datasets.load_dataset({str(args.out)!r}, 'recognition')"
+    )
+    print_folder_report("palm-bench", args.out, info)
+    return 0
+
+
+def _build_into(args) -> dict:
     import logging
 
     from palm_bench.config import load_preset
@@ -71,18 +88,14 @@ def _build(args) -> int:
         llm=llm,
         num_proc=args.num_proc,
     )
-    st = info["stats"]
-    print(
-        f"wrote {args.out}: {st['total_samples']} samples ({st['total_sample_hours']:.2f} h) from "
-        f"{st['unique_audios']} clips in {info['seconds']['total']:.0f} s; "
-        f"{info['bytes_per_sample'] / 1000:.1f} kB/sample; load with "
-        f"datasets.load_dataset({str(args.out)!r}, 'recognition')"
-    )
-    return 0
+    return info
 
 
 def _export_sft(args) -> int:
+    from lalm_eval.hub.atomic import check_out_path
     from palm_bench.sft_export import export_sft
+
+    check_out_path(args.out, "--out")  # before the tasks load and the dataset is opened (or built)
 
     tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
     info = export_sft(

@@ -5,7 +5,13 @@ Output layout (what ``load_dataset(out_dir, "<config>")`` and the Hub expect)::
     out_dir/README.md                      card with the `configs:` block (+ `all` = the union)
     out_dir/<task>/<split>-0000i-of-0000N.parquet
     out_dir/enrollment/train-0000i-of-0000N.parquet   subjects' train-split clips (not in `all`)
-    out_dir/build_info.json                config, statistics, plan log, timings, shard hashes
+    out_dir/build_info.json                config, statistics, plan log, timings, shard hashes,
+                                           kept_files (files of an earlier folder no build wrote)
+
+The folder is written as a whole (:func:`lalm_eval.hub.atomic.staged_build`): into
+``<out_dir>.tmp-<pid>``, renamed into place when complete, an earlier build replaced only then.
+So ``load_dataset(out_dir, ...)`` never meets a half-built folder, even after ``kill -9``; the
+next build cleans up what an interrupted one left.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from pathlib import Path
 
 import yaml
 
+from lalm_eval.hub.atomic import stage_report, staged_build
 from lalm_eval.hub.card import feature_rows, front_matter, render_card
 from lalm_eval.hub.export import check_num_proc, export_builders, finish_folder, with_union_config
 from palm_bench.builder import CITATION, FEATURES, TASKS, PalmBench
@@ -61,12 +68,26 @@ def build(
 ) -> dict:
     """Build, export and describe; returns the ``build_info`` dictionary. ``llm`` (a
     :class:`lalm_eval.llm.TextLLM`) writes the profiles of subjects that have none. ``num_proc``
-    renders each split in that many processes (same shards for any value)."""
+    renders each split in that many processes (same shards for any value).
+
+    ``out_dir`` is checked first (a file, under a file, not writable, or a folder of other files
+    than a build's: a :class:`~lalm_eval.errors.ConfigError` naming ``--out``), then the build
+    writes into a temporary sibling that replaces it when complete (module docstring); the
+    returned info's ``folder`` says what was replaced, kept and cleaned up."""
     from lalm_eval.audio.io import require_codec
 
-    require_codec()  # before planning: the export encodes every clip through torchcodec
     check_num_proc(num_proc)  # before planning
-    out_dir, t0 = Path(out_dir), time.perf_counter()
+    with staged_build(out_dir) as stage:  # --out checked, leftovers of interrupted builds cleaned up
+        require_codec()  # before planning: the export encodes every clip through torchcodec
+        info = _build(
+            stage, Path(out_dir), cfg, corpus, corpus_dir, corpus_options, work_dir, tasks, repo_id, llm, num_proc
+        )
+    info["folder"] = stage_report(stage)
+    return info
+
+
+def _build(stage, out_dir: Path, cfg, corpus, corpus_dir, corpus_options, work_dir, tasks, repo_id, llm, num_proc):
+    t0 = time.perf_counter()
     work = Path(work_dir) if work_dir else None
     plan = make_plan(cfg, corpus=corpus, corpus_dir=corpus_dir, corpus_options=corpus_options, work_dir=work, llm=llm)
     t_plan = time.perf_counter()
@@ -99,13 +120,15 @@ def build(
         return stats
 
     configs = [t for t in tasks if t in planned] + ([ENROLLMENT] if cfg.enrollment else [])
-    files, stats = export_builders(make_builder, configs, out_dir, statistics, num_proc=num_proc)
+    files, stats = export_builders(
+        make_builder, configs, stage.path, statistics, num_proc=num_proc, work_dir=stage.path
+    )
     t_export = time.perf_counter()
     enrollment_files = files.pop(ENROLLMENT, None)
     files = with_union_config(files)  # `all` = the QA configs only
     if enrollment_files is not None:
         files[ENROLLMENT] = enrollment_files
-    card = render_card("palm.md.j2", _card_context(plan, cfg, files, stats, corpus, repo_id, out_dir))
+    card = render_card("palm.md.j2", _card_context(plan, cfg, files, stats, corpus, repo_id, stage.path))
     info = {
         "config": cfg.to_dict(),
         "corpus": corpus,
@@ -120,8 +143,8 @@ def build(
             "total": round(time.perf_counter() - t0, 2),
         },
     }
-    info = finish_folder(out_dir, card, info)
-    qa_bytes = sum((out_dir / rel).stat().st_size for rel in info["shards"] if not rel.startswith(f"{ENROLLMENT}/"))
+    info = finish_folder(stage.path, card, info, stage=stage)
+    qa_bytes = sum((stage.path / rel).stat().st_size for rel in info["shards"] if not rel.startswith(f"{ENROLLMENT}/"))
     info["bytes_per_sample"] = round(qa_bytes / max(stats["total_samples"], 1))  # QA rows only
     return info
 

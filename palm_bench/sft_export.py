@@ -45,7 +45,7 @@ import json
 import logging
 from pathlib import Path
 
-from lalm_eval.errors import ConfigError, DataError
+from lalm_eval.errors import ConfigError, DataError, LalmEvalError
 
 log = logging.getLogger(__name__)
 
@@ -85,11 +85,12 @@ def export_sft(
     ``dataset_path`` (the bare name ``palm-bench`` is ``./palm-bench`` or the embedded small preset,
     built once, as in evaluation); ``limit`` caps the rows per task."""
     from lalm_eval.evaluator import load_docs
+    from lalm_eval.hub.atomic import make_out_dir
     from lalm_eval.tasks import Task, TaskManager
 
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
-    out = Path(out_dir).resolve()
+    out = make_out_dir(out_dir, "--out").resolve()  # a file, under a file, unwritable: before any work
     manager = TaskManager(include_paths=include_path)
     cache = Path(cache_dir) if cache_dir is not None else out / ".cache"
     audio_files: dict[str, str] = {}  # content id → path relative to out
@@ -99,10 +100,13 @@ def export_sft(
         task = Task(dataclasses.replace(task.config, dataset_path=dataset, test_split=split), task.yaml_file)
         try:
             docs, _ = load_docs(task, cache, limit)
+        except LalmEvalError:  # says what is wrong already (the dataset loader names folder, config, split)
+            raise
         except ValueError as exc:  # datasets: no such split / config
             raise DataError(
                 dataset,
-                f"task {name!r}: cannot read split {split!r} of config {task.config.dataset_name!r} ({exc})",
+                f"task {name!r}: cannot read split {split!r} of config {task.config.dataset_name!r} "
+                f"({' '.join(str(exc).split()).replace(';', ',')}); give --split and --tasks the dataset has",
                 field="split",
             ) from exc
         for doc_id, doc in enumerate(docs):
@@ -112,13 +116,17 @@ def export_sft(
             target = target[0] if isinstance(target, (list, tuple)) and target else target
             if not isinstance(target, str) or not target:
                 raise DataError(
-                    dataset, f"task {name!r} doc {doc_id}: doc_to_target gave {target!r}", field="doc_to_target"
+                    dataset,
+                    f"task {name!r} doc {doc_id}: doc_to_target gave {target!r}; fix the task's doc_to_target "
+                    "(or the dataset's answer column)",
+                    field="doc_to_target",
                 )
             n_tags = sum(m["content"].count(AUDIO_TAG) for m in messages)
             if n_tags != len(paths):
                 raise DataError(
                     dataset,
-                    f"task {name!r} doc {doc_id}: {n_tags} {AUDIO_TAG} tag(s) for {len(paths)} audio(s)",
+                    f"task {name!r} doc {doc_id}: {n_tags} {AUDIO_TAG} tag(s) for {len(paths)} audio(s); "
+                    "make the task's prompt hold one audio part per audio",
                     field="messages",
                 )
             audios = [str(out / p) for p in paths] if fmt == "ms-swift" else paths
@@ -132,7 +140,9 @@ def export_sft(
             )
         per_task[name] = {"rows": len(docs), "task_hash": task.task_hash}
     if not lines:
-        raise DataError(dataset, f"no {split!r} rows in tasks {list(per_task)}")
+        raise DataError(
+            dataset, f"no {split!r} rows in tasks {list(per_task)}; give --split and --tasks that have rows"
+        )
     jsonl = out / f"{split}.jsonl"
     jsonl.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
     info = {
@@ -177,7 +187,10 @@ def chat_messages(messages: list[dict], where: str) -> list[dict]:
             text = part.get("text", "")
             if AUDIO_TAG in text:
                 raise DataError(
-                    where, f"the prompt text contains the literal {AUDIO_TAG!r} tag: {text!r}", field="messages"
+                    where,
+                    f"the prompt text contains the literal {AUDIO_TAG!r} tag: {text!r}; remove it from the prompt "
+                    "(the export writes one tag per audio part)",
+                    field="messages",
                 )
             pieces.append(text + ("\n" if k + 1 < len(parts) else ""))
         out.append({"role": message["role"], "content": "".join(pieces)})

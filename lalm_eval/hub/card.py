@@ -24,13 +24,19 @@ CARD_NAME = "README.md"
 _GLOB_CHARS = "*?["
 
 
-class CardError(ConfigError):
-    """A dataset card is invalid; names the card file and the front-matter field at fault."""
+CARD_FIX = "fix the card's front matter, or rebuild the folder (a build writes its card last)"
 
-    def __init__(self, file, message: str, field: str | None = None, problems: list[str] | None = None):
+
+class CardError(ConfigError):
+    """A dataset card is invalid; names the card file and the front-matter field at fault, then
+    (after ``"; "``) how to fix it, the one error shape of the command lines."""
+
+    def __init__(
+        self, file, message: str, field: str | None = None, problems: list[str] | None = None, fix: str = CARD_FIX
+    ):
         self.file, self.field, self.problems = str(file), field, list(problems or [message])
         what = f" field {field!r}:" if field else ""
-        super().__init__(f"{self.file}:{what} {message}")
+        super().__init__(f"{self.file}:{what} {message.replace(';', ',')}; {fix}")
 
 
 def configs_yaml_block(files: dict[str, dict[str, list[str]]], default_config: str | None = None) -> list[dict]:
@@ -216,6 +222,39 @@ def check_card(out_dir) -> Path:
     if problems:
         (field, message), rest = problems[0], problems[1:]
         if rest:
-            message += f" (and {len(rest)} more: " + "; ".join((f"{f}: {m}" if f else m) for f, m in rest) + ")"
+            message += f" (and {len(rest)} more: " + " | ".join((f"{f}: {m}" if f else m) for f, m in rest) + ")"
         raise CardError(out_dir / CARD_NAME, message, field=field, problems=[_format(f, m) for f, m in problems])
     return out_dir / CARD_NAME
+
+
+def card_configs(out_dir) -> tuple[dict[str, list[str]], str | None] | None:
+    """``({config: [splits]}, default config)`` from the ``configs:`` block of
+    ``<out_dir>/README.md``; None when there is no card or no such block (``datasets`` then infers
+    the layout itself)."""
+    card = Path(out_dir) / CARD_NAME
+    if not card.is_file():
+        return None
+    try:
+        configs = getattr(DatasetCard(card.read_text(encoding="utf-8-sig")).data, "configs", None)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError):
+        return None
+    if not isinstance(configs, list) or not configs or not all(isinstance(c, dict) for c in configs):
+        return None
+    out, default = {}, None
+    for config in configs:
+        name = config.get("config_name")
+        if not isinstance(name, str):
+            return None
+        files = config.get("data_files")
+        if isinstance(files, dict):
+            splits = list(files)
+        elif isinstance(files, list) and all(isinstance(f, dict) for f in files):
+            splits = [str(f.get("split", "train")) for f in files]
+        else:  # a path or a list of paths: one split, "train"
+            splits = ["train"]
+        out[name] = splits
+        if config.get("default"):
+            default = name
+    if default is None and (len(out) == 1 or "default" in out):
+        default = "default" if "default" in out else next(iter(out))
+    return out, default

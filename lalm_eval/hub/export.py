@@ -4,6 +4,10 @@
 Parquet shards under ``out_dir/<config>/`` and returns the datasets (for statistics) and the
 file map (for the card). ``finish_folder`` writes the card and ``build_info.json`` with the
 shard hashes, so two builds can be compared byte for byte.
+
+The benchmarks' build commands run both inside :func:`lalm_eval.hub.atomic.staged_build`: they
+write into a temporary sibling of the output folder that replaces it only when complete, so an
+interrupted build never leaves a half-written folder under the final name.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ def export_builders(
     out_dir: Path,
     consume: Callable[[dict], object] | None = None,
     num_proc: int | None = None,
+    work_dir: Path | None = None,
 ):
     """``make_builder(config, cache_dir)`` for each config → Parquet in ``out_dir``.
 
@@ -34,13 +39,15 @@ def export_builders(
 
     Returns ``(files, consumed)`` where ``files`` maps config → split → shard paths and
     ``consumed`` is ``consume(datasets_by_config)``, called while the Arrow cache still exists
-    (use it to compute statistics).
+    (use it to compute statistics). The Arrow cache lives in ``work_dir`` (default: the system's
+    temporary folder); a staged build puts it inside its stage, so a killed build leaves nothing
+    elsewhere (the next build removes the stage).
     """
     check_num_proc(num_proc)
     from lalm_eval.audio.io import require_codec
 
     require_codec()  # datasets encodes every Audio row through torchcodec: say what is wrong first
-    with tempfile.TemporaryDirectory(prefix="lalm_arrow_") as tmp:
+    with tempfile.TemporaryDirectory(prefix=".lalm_arrow_", dir=work_dir) as tmp:
         built = {}
         for config in configs:
             builder = make_builder(config, tmp)
@@ -63,8 +70,9 @@ def with_union_config(files: dict, name: str = "all") -> dict:
     return {**files, name: {split: sorted(p for cfg in files.values() for p in cfg.get(split, [])) for split in splits}}
 
 
-def finish_folder(out_dir: Path, card_text: str, info: dict) -> dict:
-    """Write the card and ``build_info.json`` (``info`` + shard hashes and sizes); return it."""
+def finish_folder(out_dir: Path, card_text: str, info: dict, stage=None) -> dict:
+    """Write the card and ``build_info.json`` (``info`` + shard hashes and sizes, and with a
+    :class:`lalm_eval.hub.atomic.Stage` the ``kept_files`` it carries over); return it."""
     write_card(out_dir, card_text)
     shards = sorted(Path(out_dir).glob("*/*.parquet"))
     info = {
@@ -72,6 +80,8 @@ def finish_folder(out_dir: Path, card_text: str, info: dict) -> dict:
         "parquet_bytes": sum(p.stat().st_size for p in shards),
         "shards": {p.relative_to(out_dir).as_posix(): file_sha256(p) for p in shards},
     }
+    if stage is not None:  # files of the previous folder that no build wrote, carried into this one
+        info["kept_files"] = list(stage.kept)
     (Path(out_dir) / "build_info.json").write_text(
         json.dumps(info, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
     )

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from huggingface_hub import HfApi
 
-from lalm_eval.errors import ConfigError
+from lalm_eval.errors import ConfigError, DataError
 from lalm_eval.hub.card import check_card
 
 logger = logging.getLogger(__name__)
@@ -61,7 +61,19 @@ def upload_files(out_dir) -> list[tuple[str, int]]:
 def _check_repo_id(repo_id: str) -> None:
     parts = repo_id.split("/") if isinstance(repo_id, str) else [""]
     if len(parts) > 2 or not all(parts):
-        raise ConfigError(f"invalid repo_id {repo_id!r}: expected 'namespace/name' or 'name'")
+        raise ConfigError(
+            f"--repo-id {repo_id!r}: invalid repo_id (too many '/' or an empty part); give 'namespace/name' or 'name'"
+        )
+
+
+def _check_folder(out_dir: Path) -> None:
+    """A :class:`DataError` unless ``out_dir`` is a folder and not an interrupted build (a
+    half-built folder, or only the temporary sibling an interrupted build leaves)."""
+    from lalm_eval.hub.atomic import check_loadable
+
+    check_loadable(out_dir)
+    if not out_dir.is_dir():
+        raise DataError(out_dir, "no such folder; give the folder a build wrote (its --out)")
 
 
 def push_folder(
@@ -80,6 +92,7 @@ def push_folder(
     """
     out_dir = Path(out_dir)
     _check_repo_id(repo_id)
+    _check_folder(out_dir)
     check_card(out_dir)
     files = upload_files(out_dir)
     total = sum(size for _, size in files)
