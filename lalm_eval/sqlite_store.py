@@ -166,6 +166,21 @@ class SqliteStore:
                 db.execute(f"ALTER TABLE {self.TABLE} ADD COLUMN {name} {kind}")
         db.execute("BEGIN IMMEDIATE")  # can this process write? (a lock held past the busy timeout, read-only)
         db.execute("ROLLBACK")
+        self._inode = os.stat(self.path).st_ino
+
+    def _follow_repair(self) -> None:
+        """Reconnect when the file at :attr:`path` is no longer the one opened (another instance or
+        process set a damaged file aside and salvaged it into a fresh one), so no row is written
+        into, or read from, the damaged copy."""
+        try:
+            inode = os.stat(self.path).st_ino
+        except FileNotFoundError:  # removed while in use: rows go to a new file, not to the removed one
+            inode = None
+        if self._db is None or inode != self._inode:
+            self._disconnect()
+            self._open()
+
+    _inode: int | None = None
 
     def _disconnect(self) -> None:
         if self._db is not None:
@@ -282,6 +297,7 @@ class SqliteStore:
         rows: list[tuple] = []
         with self._lock:
             try:
+                self._follow_repair()
                 for i in range(0, len(keys), _SQL_VARS):
                     chunk = keys[i : i + _SQL_VARS]
                     rows += self._db.execute(
@@ -300,6 +316,7 @@ class SqliteStore:
         rows = [(row[0], *(redact(v) if isinstance(v, str) else v for v in row[1:])) for row in rows]
         with self._lock:
             try:
+                self._follow_repair()
                 self._insert_rows(rows)
             except sqlite3.Error as exc:
                 self._fail(exc, "writing to it", unsaved=self._write_unsaved(rows))
@@ -324,6 +341,7 @@ class SqliteStore:
     def __len__(self) -> int:
         with self._lock:
             try:
+                self._follow_repair()
                 return self._db.execute(f"SELECT COUNT(*) FROM {self.TABLE}").fetchone()[0]
             except sqlite3.Error as exc:
                 self._fail(exc, "counting its rows")

@@ -113,9 +113,10 @@ def test_rescoring_is_served_entirely_from_the_cache(server, tmp_path):
 
 
 def test_killed_run_resumes_computing_only_the_missing_items(server, tmp_path):
-    # the server dies (every request refused, not retried) after the first chunk of 4
+    # the server dies (every request refused with a 4xx, not retried) after the first chunk of 4
+    # (a 400: a 401/403 is a refused key, which stops the command at once, KeyRefused)
     def dying(i, body, h):
-        return ok(1) if i < 4 else (401, {"error": "gone"}, 0.0)
+        return ok(1) if i < 4 else (400, {"error": "gone"}, 0.0)
 
     srv = server(dying)
     with pytest.raises(LLMError, match="all 4 judge calls"):

@@ -26,7 +26,7 @@ import pytest
 from lalm_eval.api import Response
 from tests.api_contract import SECRET, request
 from tests.api_servers import GeminiServer, OpenAIServer
-from tests.bad_inputs.harness import Case, Result, run_case
+from tests.bad_inputs.harness import Case, Result, run_case, run_cli
 
 TASK = "bad_cache_api_who"
 PRICED = {"openai": "gpt-4o-audio-preview", "gemini": "gemini-2.5-flash"}
@@ -178,6 +178,10 @@ def check_damaged(tmp: Path, result: Result) -> None:
         kept = len(fresh)
     assert 250 < kept < 300 and f"its {kept} readable rows" in result.error_line  # one page's rows lost
     assert damaged.stat().st_size > 0 and sent("openai") == 0  # kept, and stopped before any model call
+    again = run_cli("lalm-eval", eval_argv(tmp))  # the rerun the message asks for: it resumes
+    assert again.rc == 0 and sent("openai") == 2, again.err[-2000:]
+    with ResponseCache(folder / "responses.sqlite") as fresh:
+        assert len(fresh) == kept + 2
 
 
 def not_sqlite(tmp: Path) -> list:
@@ -462,6 +466,27 @@ def test_rows_a_locked_write_could_not_store_are_kept_and_added_on_the_next_open
     assert not unsaved.exists()
 
 
+def test_a_store_follows_a_repair_made_by_another_instance(tmp_path):
+    """A data-parallel rank (or the adapter's own cache beside the evaluator's) that set a damaged
+    file aside: the other instances write into the fresh file, never into the damaged copy, and
+    recreate a file removed under them."""
+    from lalm_eval.cache import ResponseCache
+
+    path = tmp_path / "responses.sqlite"
+    first, second = ResponseCache(path), ResponseCache(path)
+    first.close()
+    for suffix in ("-wal", "-shm", ""):
+        if Path(f"{path}{suffix}").exists():
+            Path(f"{path}{suffix}").rename(tmp_path / f"set-aside{suffix}")
+    with ResponseCache(path) as fresh:
+        second.put_many([("k", Response("kept"))])
+        assert fresh.get_many(["k"])["k"].text == "kept"
+    path.unlink()
+    second.put_many([("k2", Response("kept too"))])
+    assert path.exists() and len(second) == 1
+    second.close()
+
+
 def test_a_damaged_file_hash_cache_only_slows_fingerprints_down(tmp_path, caplog):
     from lalm_eval import fingerprint
 
@@ -669,6 +694,7 @@ EXTRA_CASE_IDS = [
     *[f"cache-kind-{n.split('.')[0]}" for n in STORE_FILES],
     "cache-folder-is-a-file",
     "cache-locked-write-rows-kept",
+    "cache-repair-followed-by-other-instances",
     "cache-damaged-file-hashes-degrade",
     *HOSTILE_IDS,
     "api-openai-403-stops",
