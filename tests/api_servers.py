@@ -11,7 +11,10 @@ from a script:
   ``{"status": 400, "message": "..."}``, ``{"delay": 2.0}`` (sleep, then answer),
   ``{"refusal": "..."}``, ``{"filter": True}`` (content filter / SAFETY), ``{"text": "...",
   "usage": {...}, "model": "..."}``, ``{"hold": True}`` (no answer until :meth:`release`, bounded
-  by ``hold_limit_s``).
+  by ``hold_limit_s``). Hostile answers: ``{"raw": "<html>…", "content_type": "text/html",
+  "status": 200}`` (those bytes as they are: HTML, malformed or empty JSON, a huge body),
+  ``{"redirect": "/other/path", "status": 307}``; ``{auth}`` in a ``text``, ``message`` or
+  ``raw`` is replaced by the key the request carried (a server that echoes the key).
 - ``latency`` (seconds) is added to every answer; ``answer(record) -> str`` makes the default text.
 
 ``server.records`` lists :class:`Received` (path, headers, prompt texts, audios with their

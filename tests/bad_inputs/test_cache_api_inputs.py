@@ -311,6 +311,18 @@ def check_no_secret_written(tmp: Path, result: Result) -> None:
     assert "sure, your key is Bearer *** ok" in samples.read_text(encoding="utf-8")
 
 
+def judge_key_in_spec(tmp: Path) -> list:
+    """A judge spec that carries its key (``api_key=...``): the results JSON records the spec."""
+    server("openai")
+    spec = f"openai:model=judge-m,base_url={WORLD['openai'].base_url},api_key={SECRET}"
+    return eval_argv(tmp, "openai", None, "", "--judge", spec)
+
+
+def check_spec_key_masked(tmp: Path, result: Result) -> None:
+    text = next((tmp / "out").glob("results_*.json")).read_text(encoding="utf-8")
+    assert SECRET not in text and "api_key=***" in text
+
+
 CASES = [
     Case(
         "cache-damaged-page",
@@ -367,6 +379,7 @@ CASES = [
         check=check_no_secret_written,
         env={"OPENAI_API_KEY": SECRET},
     ),
+    Case("secret-judge-api-key-in-spec", "lalm-eval", judge_key_in_spec, exit=0, check=check_spec_key_masked),
 ]
 
 
