@@ -422,7 +422,9 @@ def _damage(path: Path) -> None:
     columns = [r[1] for r in db.execute(f"PRAGMA table_info({table})")]
     values = ", ".join("?" * len(columns))
     rows = [(f"key-{i:04d}", *[f"value {i} " + "y" * 200] * (len(columns) - 1)) for i in range(300)]
+    db.execute("BEGIN")
     db.executemany(f"INSERT INTO {table} VALUES ({values})", rows)
+    db.execute("COMMIT")
     db.close()
     with open(path, "r+b") as f:
         f.seek(4096 * 6)
@@ -572,20 +574,28 @@ HOSTILE = [
     ),
     ("redirect-loop", lambda p: [{"redirect": "/v1/loop", "status": 307}] * 25, {}, "error", ["redirect loop"], 1),
     ("redirect-followed", lambda p: [{"redirect": "/v1/moved", "status": 307}], {}, None, [], 1),
-    ("429-retry-after-honoured", lambda p: [{"status": 429, "retry_after": "0.4"}], {}, None, [], 2),
+    ("429-retry-after-honoured", lambda p: [{"status": 429, "retry_after": "0.25"}], {}, None, [], 2),
     ("500-then-success", lambda p: [{"status": 500}], {}, None, [], 2),
-    ("hang-times-out", lambda p: [{"hold": True}] * 2, {"timeout": 0.3}, "retries_exhausted", ["timed out"], 2),
+    ("hang-times-out", lambda p: [{"hold": True}] * 2, {"timeout": 0.2}, "retries_exhausted", ["timed out"], 2),
 ]
 HOSTILE_IDS = [f"api-{p}-{row[0]}" for row in HOSTILE for p in ("openai", "gemini")]
 
 
-def _adapter(protocol: str, **args):
+def _adapter(protocol: str, fresh: bool = False, **args):
+    """The protocol's adapter on its server (one per set of args: a Gemini client costs ~0.4 s to
+    make; ``fresh`` for one that must read the environment again)."""
     from lalm_eval.models.gemini import GeminiAdapter
     from lalm_eval.models.openai_audio import OpenAIAudioAdapter
 
-    cls = OpenAIAudioAdapter if protocol == "openai" else GeminiAdapter
-    base = {"model": PRICED[protocol], "base_url": WORLD[protocol].base_url, "retry_delay": 0.01, "max_retries": 1}
-    return cls(**{**base, "timeout": 2, **args})
+    key = (protocol, tuple(sorted(args.items())))
+    if fresh or key not in WORLD.setdefault("adapters", {}):
+        cls = OpenAIAudioAdapter if protocol == "openai" else GeminiAdapter
+        base = {"model": PRICED[protocol], "base_url": WORLD[protocol].base_url, "retry_delay": 0.01, "max_retries": 1}
+        adapter = cls(**{**base, "timeout": 2, **args})
+        if fresh:
+            return adapter
+        WORLD["adapters"][key] = adapter
+    return WORLD["adapters"][key]
 
 
 @pytest.mark.parametrize("protocol,row", [(p, row) for row in HOSTILE for p in ("openai", "gemini")], ids=HOSTILE_IDS)
@@ -604,7 +614,7 @@ def test_a_hostile_answer_is_a_counted_failure_saying_what_the_server_did(protoc
         assert resp.text == "answer 1 audio(s)"
     if row[0].startswith("429"):
         first, second = srv.records[:2]
-        assert second.t_start - first.t_start >= 0.4  # Retry-After, not the 0.01 s backoff
+        assert second.t_start - first.t_start >= 0.25  # Retry-After, not the 0.01 s backoff
     if row[0] == "hang-times-out":
         assert time.monotonic() - t0 < 3 and "after" in resp.error
 
@@ -624,7 +634,7 @@ def test_a_refused_key_stops_the_call_naming_its_variable(protocol, status, mess
     env = "OPENAI_API_KEY" if protocol == "openai" else "GEMINI_API_KEY"
     monkeypatch.setenv(env, SECRET)
     srv = server(protocol, *[{"status": status, "message": message}] * 3)
-    adapter = _adapter(protocol, concurrency=1)
+    adapter = _adapter(protocol, fresh=True, concurrency=1)
     with pytest.raises(AuthFailed) as err:
         adapter.generate([request(0), request(1), request(2)])
     assert str(err.value).startswith(f"{env}: ") and f"HTTP {status}" in str(err.value)
@@ -689,7 +699,7 @@ def test_the_gemini_key_from_api_key_env_never_reaches_an_answer_or_error(monkey
     monkeypatch.setenv("MY_GEMINI", SECRET)
     server("gemini", {"text": "key={auth}"}, match="#0")
     WORLD["gemini"].script({"status": 400, "message": "bad {auth}"}, match="#1")
-    answer, failed = _adapter("gemini", api_key_env="MY_GEMINI").generate([request(0), request(1)])
+    answer, failed = _adapter("gemini", fresh=True, api_key_env="MY_GEMINI").generate([request(0), request(1)])
     assert answer.text == "key=***" and failed.failure == "bad_request" and "bad ***" in failed.error
     assert SECRET not in json.dumps([answer.meta, failed.meta])
 
