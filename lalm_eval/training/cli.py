@@ -97,13 +97,16 @@ def check_args(args) -> None:
     key_values(args.model_args, "--model_args")
     device_flag(args.device)
     _check_freeze(args.freeze)
+    from lalm_eval.training.trainer import checkpoints_in
+
     out = writable_folder(args.output_dir, "--output_dir")
-    checkpoints = sorted((out / "checkpoints").glob("checkpoint-*"))
-    if args.resume_from_checkpoint and not checkpoints:
+    complete, incomplete = checkpoints_in(out / "checkpoints")
+    if args.resume_from_checkpoint and not complete:
         raise ConfigError(
-            f"--resume_from_checkpoint: no checkpoint-* folder in {out / 'checkpoints'}; "
+            f"--resume_from_checkpoint: no complete checkpoint-* folder in {out / 'checkpoints'}; "
             "train without --resume_from_checkpoint first (checkpoints are saved every --save_steps)"
         )
+    checkpoints = sorted(complete + incomplete, key=lambda p: int(p.name.rsplit("-", 1)[1]))
     if checkpoints and not args.resume_from_checkpoint:
         raise ConfigError(
             f"--output_dir {args.output_dir}: holds checkpoints of an earlier training ({checkpoints[-1].name}) "

@@ -10,7 +10,10 @@ What lands in ``output_dir``:
 - always ``train_info.json`` (recipe, tasks, examples, seed, filter, base model fingerprint,
   trainable parameters, frozen components (``--freeze``), seconds, samples/s, audio features
   computed / reused by :class:`~lalm_eval.training.data.FeatureMemo`), ``loss.json`` (step,
-  loss, lr per logging step) and ``loss.png``; checkpoints under ``checkpoints/`` (``--resume_from_checkpoint`` picks the last).
+  loss, lr per logging step) and ``loss.png``; checkpoints under ``checkpoints/`` (``--resume_from_checkpoint``
+  picks the last complete one; one a killed run left half-written, without ``trainer_state.json``,
+  is renamed ``incomplete-checkpoint-N`` and listed in ``train_info.json``). Until a run finishes,
+  ``train_info.json`` says ``"status": "incomplete"``; a finished run's says ``"finished"``.
 
 bf16 on CUDA (the adapter's dtype; weights as loaded, bf16 autocast), float32 on CPU; optional
 gradient checkpointing; the seed goes to ``transformers.set_seed`` before LoRA / soft prompts are
@@ -22,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import re
 import time
 from pathlib import Path
 
@@ -269,19 +273,32 @@ def train(adapter, opts: TrainOptions) -> dict:
         data_collator=collate,
         callbacks=[_time_limit(opts.max_minutes)] if opts.max_minutes else None,
     )
-    resumed_from = None
+    resumed_from, resume_path, set_aside = None, None, []
     if opts.resume:
-        from transformers.trainer_utils import get_last_checkpoint
-
-        last = get_last_checkpoint(args.output_dir) if Path(args.output_dir).is_dir() else None
-        if last is None:
+        complete, incomplete = checkpoints_in(Path(args.output_dir))
+        if main:  # a checkpoint a killed run left half-written is never resumed from
+            set_aside = [set_aside_checkpoint(c).name for c in incomplete]
+        if not complete:
             raise ConfigError(
-                f"--resume_from_checkpoint: no checkpoint-* folder in {args.output_dir}; train without it first"
+                f"--resume_from_checkpoint: no complete checkpoint-* folder in {args.output_dir}; "
+                "train without --resume_from_checkpoint first"
             )
-        resumed_from = json.loads((Path(last) / "trainer_state.json").read_text())["global_step"]
+        resume_path = complete[-1]
+        resumed_from = json.loads((resume_path / "trainer_state.json").read_text())["global_step"]
+    if main:  # until the run finishes, train_info.json says it has not
+        started = {
+            "status": "incomplete",
+            "note": "training started and has not finished (or was killed); the model files here are not this "
+            "run's; rerun with --resume_from_checkpoint to continue from its last complete checkpoint",
+            "recipe": recipe.name,
+            "tasks": opts.tasks,
+            "max_steps": opts.max_steps,
+            "resumed_from_step": resumed_from,
+        }
+        (out / "train_info.json").write_text(json.dumps(started, indent=2) + "\n", encoding="utf-8")
     start = time.time()
     with memoised_features(adapter) as memo:  # each clip's features computed once
-        result = trainer.train(resume_from_checkpoint=True if opts.resume else None)
+        result = trainer.train(resume_from_checkpoint=str(resume_path) if resume_path else None)
     seconds = time.time() - start
     shards = _seen_by_rank(seen, args.world_size)
     points = [{"step": e["step"], "loss": e["loss"]} for e in trainer.state.log_history if "loss" in e]
@@ -295,6 +312,7 @@ def train(adapter, opts: TrainOptions) -> dict:
             save_processor(adapter, out)
         points = loss_curve(trainer.state.log_history, out)
     info = {
+        "status": "finished",
         "recipe": dataclasses.asdict(recipe),
         "setting": setting,
         "tasks": opts.tasks,
@@ -308,6 +326,7 @@ def train(adapter, opts: TrainOptions) -> dict:
         "max_steps": opts.max_steps,
         "global_step": trainer.state.global_step,
         "resumed_from_step": resumed_from,
+        "incomplete_checkpoints_set_aside": set_aside,
         "learning_rate": args.learning_rate,
         "epochs": args.num_train_epochs,
         "batch_size": opts.batch_size,
@@ -333,6 +352,31 @@ def train(adapter, opts: TrainOptions) -> dict:
 
         dist.barrier()
     return info
+
+
+CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+
+
+def checkpoints_in(checkpoint_dir: Path) -> tuple[list[Path], list[Path]]:
+    """``(complete, incomplete)`` ``checkpoint-N`` folders of ``checkpoint_dir``, by step. The Trainer
+    writes ``trainer_state.json`` last, so a checkpoint without it is one a killed run left half-written."""
+    found = sorted(
+        (p for p in Path(checkpoint_dir).glob("checkpoint-*") if p.is_dir() and CHECKPOINT.match(p.name)),
+        key=lambda p: int(CHECKPOINT.match(p.name).group(1)),
+    )
+    complete = [p for p in found if (p / "trainer_state.json").is_file()]
+    return complete, [p for p in found if p not in complete]
+
+
+def set_aside_checkpoint(path: Path) -> Path:
+    """Rename a half-written checkpoint to ``incomplete-checkpoint-N`` (kept, never resumed from)."""
+    target, n = path.with_name(f"incomplete-{path.name}"), 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"incomplete-{path.name}.{n}")
+    path.rename(target)
+    log.warning("%s: half-written checkpoint (no trainer_state.json) set aside as %s", path, target.name)
+    return target
 
 
 def _evaluate_with(adapter, recipe, out: Path) -> str:
