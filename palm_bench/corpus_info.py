@@ -38,8 +38,18 @@ def corpus_statistics(
     """Per-language counts and minutes, size in MB, the reader's skips (file, reason), with
     ``scene_config`` (a :class:`~palm_bench.config.BuildConfig`) whether each language has the
     speakers its scene mix needs, and (optionally) subject-pair EER."""
+    from lalm_eval.audio.speaker import SPEAKER_ENCODERS
     from palm_bench.corpus.screen import screen_corpus
 
+    if encoder not in SPEAKER_ENCODERS:
+        import difflib
+
+        close = difflib.get_close_matches(encoder, SPEAKER_ENCODERS.names(), n=1)
+        raise ConfigError(
+            f"--encoder {encoder}: unknown speaker encoder; "
+            + (f"did you mean {close[0]!r}? " if close else "")
+            + f"encoders: {', '.join(SPEAKER_ENCODERS.names())}"
+        )
     corpus = screen_corpus(corpus, encoder)
     languages = {}
     for lang in corpus.languages():
@@ -75,6 +85,11 @@ def corpus_statistics(
         if s.name_from:
             names_from.setdefault(s.name_from, []).append(s.id)
     stats["names_from"] = names_from
+    if corpus.descriptions_dir is not None:  # a malformed file stops the build: say so here too
+        from palm_bench.descriptions import load_human_descriptions
+
+        hds = load_human_descriptions(Path(corpus.descriptions_dir) / "human_descriptions.yaml")
+        stats["subjects_with_hd"] = sum(bool(hds.get(s.id)) for s in corpus.subjects())
     if scene_config is not None:
         from palm_bench.scene_needs import dropped_records, language_split
 

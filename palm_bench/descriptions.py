@@ -23,11 +23,32 @@ AD_CACHE_VERSION = "1"
 
 
 def load_human_descriptions(path: Path) -> dict[str, str]:
-    """``{subject id: HD text}`` from a YAML of ``{id: {en|zh: text}}``; empty if absent."""
+    """``{subject id: HD text}`` from a YAML of ``{id: {en|zh: text}}``; empty if absent. A file
+    that is not that shape is a :class:`~lalm_eval.errors.DataError` naming it and the entry."""
+    from lalm_eval.errors import DataError
+    from lalm_eval.hub.readers import read_text
+
     if not path.is_file():
         return {}
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    return {sid: next(iter(texts.values())) for sid, texts in data.items() if texts}
+    try:
+        data = yaml.safe_load(read_text(path)) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        problem = str(getattr(exc, "problem", None) or exc).splitlines()[0].replace(";", ",")
+        raise DataError(path, f"cannot read human descriptions ({problem}); fix the YAML") from None
+    if not isinstance(data, dict):
+        raise DataError(
+            path, "must map subject ids to {en: text} or {zh: text}; write e.g. `alice: {en: A calm voice.}`"
+        )
+    for sid, texts in data.items():
+        if texts is not None and (
+            not isinstance(texts, dict) or not all(isinstance(t, str) and t.strip() for t in texts.values())
+        ):
+            raise DataError(
+                path,
+                f"must be a mapping of language to a non-empty text, got {texts!r}; write e.g. `{sid}: {{en: A calm voice.}}`",
+                field=str(sid),
+            )
+    return {str(sid): next(iter(texts.values())) for sid, texts in data.items() if texts}
 
 
 def acoustic_descriptions(

@@ -155,6 +155,7 @@ def make_plan(
     without it such subjects get no reasoning samples (counted in ``stats``)."""
     t0 = time.perf_counter()
     data, hd_dir = load_corpus_by_kind(corpus, corpus_dir, corpus_options or {})
+    hds = load_human_descriptions(hd_dir / "human_descriptions.yaml") if hd_dir else {}  # errors before embedding
     data = screen_corpus(data, cfg.encoder)  # what the build refuses: counted skips, before any planning
     keep, dropped = language_split(data, cfg)
     check_names(data.root, {sid: s for sid, s in data.speakers.items() if sid in keep})
@@ -166,6 +167,11 @@ def make_plan(
             language,
             list(cfg.languages),
             ", ".join(ids),
+        )
+    if not data.subjects():
+        raise ConfigError(
+            f"{data.root}: the corpus has no subject, only negatives, so there is nobody to ask about; "
+            "give speakers 'role: subject' in speakers.yaml (or --corpus-option role=subject, the default)"
         )
     if not any(s.id in keep for s in data.subjects()):
         raise ConfigError(
@@ -181,7 +187,6 @@ def make_plan(
     embeddings = embed_clips(encoder, data.utterances)
     subjects = {s.id for s in data.subjects() if s.id in keep}
     refs = reference_embeddings({s: splits["train"][s] for s in subjects}, embeddings)
-    hds = load_human_descriptions(hd_dir / "human_descriptions.yaml") if hd_dir else {}
     references = {s: splits["train"][s] for s in subjects}
     ads = acoustic_descriptions(data, references, work_dir, cfg.ad_max_seconds)
     if llm is not None:

@@ -10,7 +10,9 @@ import pytest
 
 from lalm_eval.errors import AudioError, ConfigError, DataError
 from palm_bench.config import BuildConfig, load_preset
+from palm_bench.corpus import read_corpus
 from palm_bench.corpus.embedded import SOURCE_DIR
+from palm_bench.corpus.screen import screen_corpus
 from palm_bench.export import build
 
 SUBJECTS = [f"en_s0{i}" for i in range(1, 6)] + [f"zh_s0{i}" for i in range(1, 6)]
@@ -213,7 +215,8 @@ def test_bad_inputs_are_named(corpus_dir, work, tmp_path, corpus):
         tiny_config(templates_per_clip=3)
     with pytest.raises(ConfigError, match="unknown preset"):
         load_preset("huge")
-    # a speaker with a single clip cannot be split
+    # a speaker with a single clip cannot be split: it is left out, a counted skip naming it (issue
+    # 20: one short speaker no longer fails the whole build; corpus-info lists it the same way)
     one_clip = make_corpus_copy(tmp_path / "one", corpus)
     manifest = one_clip / "data" / "manifest.jsonl"
     lines = [
@@ -222,14 +225,21 @@ def test_bad_inputs_are_named(corpus_dir, work, tmp_path, corpus):
         if json.loads(line)["speaker"] != "en_s03" or json.loads(line)["id"].endswith("u001")
     ]
     manifest.write_text("\n".join(lines) + "\n")
-    with pytest.raises(DataError, match="'en_s03' has 1 clip"):
-        build(tmp_path / "o1", tiny_config(), corpus_dir=str(one_clip), work_dir=work)
-    # unreadable audio names the file
+    screened = screen_corpus(read_corpus("embedded", str(one_clip)))
+    assert "en_s03" not in screened.speakers and "en_s03" not in {u.speaker for u in screened.utterances}
+    assert [s.reason for s in screened.skips if s.item == "en_s03"] == [
+        "speaker left out: 1 usable clip, a speaker needs at least 2 (one for each of the train and test splits); "
+        "add clips of this speaker"
+    ]
+    # unreadable audio: a counted skip naming the file (was: an AudioError stopping the build)
     broken = make_corpus_copy(tmp_path / "broken", corpus)
     victim = sorted((broken / "data" / "audio" / "en_s02").glob("*.opus"))[0]
     victim.write_bytes(b"not audio")
-    with pytest.raises(AudioError, match=victim.name):
-        build(tmp_path / "o2", tiny_config(), corpus_dir=str(broken), work_dir=work)
+    screened = screen_corpus(read_corpus("embedded", str(broken)))
+    (skip,) = [s for s in screened.skips if s.item.endswith(victim.name)]
+    assert skip.reason.startswith("cannot decode audio") and victim.name not in {
+        u.audio.name for u in screened.utterances
+    }
 
 
 def make_folder_corpus(root: Path, corpus, n_speakers=5, n_clips=6) -> Path:

@@ -37,13 +37,16 @@ Text files lose a leading byte-order mark (:func:`lalm_eval.hub.readers.read_tex
 Skip policy (shared with :mod:`palm_bench.corpus.ncssd`): every file in a speaker folder is used
 or listed: a clip without a transcript, with an empty or unreadable transcript (not UTF-8, e.g.
 GBK or Latin-1: the reason names ``--corpus-option encoding``), or with audio neither decoder
-reads; a transcript without audio; any other file (``notes.csv``). Hidden files (``.DS_Store``)
+reads; a transcript without audio; a second transcript of one clip (``.txt`` wins over ``.lab``;
+suffixes match in any case, ``a.WAV`` + ``a.TXT``); any other file (``notes.csv``). Hidden files (``.DS_Store``)
 are ignored, except ones that look like audio (macOS's ``._clip.wav`` copies), which are listed.
 An empty speaker folder, a ``speakers.yaml`` entry with no folder and audio outside a speaker
 folder are listed too. Each skip is logged (module logger, WARNING) and recorded on the returned
 :class:`Corpus` (``skips``: item and reason each; ``n_skipped``). What the build refuses on the
 audio itself (silent, too short, NaN) is screened by :mod:`palm_bench.corpus.screen`.
-A missing folder, a malformed ``speakers.yaml`` or a corpus with no usable clip is a
+A missing folder, a malformed ``speakers.yaml``, a corpus with no usable clip, and a
+``--corpus-dir`` one level above the corpus (the speakers file's ids, or a ``speakers.yaml``, found
+in a sub-folder: each sub-folder would be read as one speaker) are a
 :class:`~lalm_eval.errors.DataError`.
 """
 
@@ -112,11 +115,22 @@ def looks_like_audio(path: Path) -> bool:
     )
 
 
+def transcript_of(audio: Path, suffixes=TRANSCRIPT_SUFFIXES) -> list[Path]:
+    """The transcript files beside ``audio``, in ``suffixes`` order, the suffix in any case
+    (``a.wav`` + ``a.TXT``)."""
+    out = []
+    for suffix in suffixes:
+        for variant in dict.fromkeys((suffix, suffix.upper(), suffix.capitalize())):
+            path = audio.with_suffix(variant)
+            if path.is_file() and path not in out:
+                out.append(path)
+    return out
+
+
 def read_transcript(audio: Path, suffixes=TRANSCRIPT_SUFFIXES, encoding: str = "utf-8") -> str:
     """The text of the first ``<stem><suffix>`` beside ``audio`` (byte-order mark dropped);
     :class:`SkipItem` if none, empty or not decodable."""
-    for suffix in suffixes:
-        path = audio.with_suffix(suffix)
+    for path in transcript_of(audio, suffixes)[:1]:
         if path.is_file():
             try:
                 text = read_text(path, encoding).strip()
@@ -132,14 +146,18 @@ def probe_audio(path: Path) -> tuple[float, int]:
     """``(duration in seconds, sampling rate)`` (header, or FFmpeg); :class:`SkipItem` if the
     file is not audio either decoder reads."""
     try:
+        if path.stat().st_size == 0:
+            raise SkipItem("empty file (0 bytes)")
         return audio_info(path)
-    except AudioError as exc:
-        message = str(exc).removeprefix(f"{path}: ")
+    except AudioError as exc:  # before OSError: an AudioError is one
+        message = str(exc).removeprefix(f"{path}: ").removeprefix("cannot decode audio ")
         if "holds no samples" in message:
             raise SkipItem("audio holds no samples") from None
         if not looks_like_audio(path):
-            raise SkipItem(f"not an audio file ({message})") from None
-        raise SkipItem(f"unreadable audio ({message})") from None
+            raise SkipItem(f"not an audio file {message}") from None
+        raise SkipItem(f"unreadable audio {message}") from None
+    except OSError as exc:
+        raise SkipItem(f"unreadable file ({exc.strerror or exc})") from None
 
 
 def make_utterance(uid: str, spec: dict, text: str, audio: Path, probe: tuple[float, int]) -> Utterance:
@@ -155,8 +173,16 @@ def make_utterance(uid: str, spec: dict, text: str, audio: Path, probe: tuple[fl
     )
 
 
+FOLDER_LAYOUT = "one folder per speaker holding audio + transcript pairs"
+
+
 def build_corpus(
-    root: Path, specs: dict[str, dict], utterances: list[Utterance], skips: SkipLog, names_file=None
+    root: Path,
+    specs: dict[str, dict],
+    utterances: list[Utterance],
+    skips: SkipLog,
+    names_file=None,
+    layout: str = FOLDER_LAYOUT,
 ) -> Corpus:
     """Speakers (those with at least one utterance, texts in order) + utterances + skips; the
     corpus folder is where its ``human_descriptions.yaml`` is looked for. Subjects' names are
@@ -167,7 +193,7 @@ def build_corpus(
             root,
             f"no usable utterances ({len(skips.items)} skipped"
             + (f", e.g. {first})" if first else ")")
-            + "; check the layout (one folder per speaker holding audio + transcript pairs)",
+            + f"; check the layout ({layout})",
         )
     texts: dict[str, list[str]] = {}
     for u in utterances:
@@ -330,6 +356,8 @@ def _read_speaker(folder: Path, spec: dict, skips: SkipLog, encoding: str) -> li
             skips.add(path, f"transcript without audio (no {path.stem}.<audio> beside it)")
     utterances, seen = [], set()
     for audio in (p for p in files if p.suffix.lower() not in TRANSCRIPT_SUFFIXES):
+        for extra in transcript_of(audio)[1:]:
+            skips.add(extra, f"a second transcript of {audio.name}, not read ({transcript_of(audio)[0].name} is)")
         uid = spec["id"] + "-" + audio.relative_to(folder).with_suffix("").as_posix().replace("/", "-")
         try:
             if not looks_like_audio(audio) and (mimetypes.guess_type(audio.name)[0] or "").startswith(
@@ -345,6 +373,27 @@ def _read_speaker(folder: Path, spec: dict, skips: SkipLog, encoding: str) -> li
         except SkipItem as exc:
             skips.add(audio, str(exc))
     return utterances
+
+
+def _check_depth(root: Path, info: dict, folders: set[str], speakers_path: Path) -> None:
+    """Stop when the speakers file lists no folder of ``root`` but its ids are found one level
+    down: ``--corpus-dir`` points above the corpus (one "speaker" would hold everyone's clips)."""
+    nested = sorted(p.parent.name for p in root.glob(f"*/{speakers_path.name}"))
+    if not speakers_path.is_file() and nested:
+        raise DataError(
+            root,
+            f"no {speakers_path.name} here, but {nested[0]}/{speakers_path.name} exists, so {nested[0]} "
+            f"would be read as one speaker; pass --corpus-dir {root / nested[0]}",
+        )
+    if not info or set(info) & folders:
+        return
+    below = sorted({p.parent.name for sid in info for p in root.glob(f"*/{sid}") if p.is_dir()})
+    if below:
+        raise DataError(
+            root,
+            f"the speakers of {speakers_path.name} are in {', '.join(below)}/, not here, so each of "
+            f"{', '.join(below)} would be read as one speaker; pass --corpus-dir {root / below[0]}",
+        )
 
 
 def prepare_folder(
@@ -381,6 +430,7 @@ def prepare_folder(
             skips.add(stray, "audio outside a speaker folder; move it into its speaker's folder")
     specs, utterances = {}, []
     folders = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    _check_depth(root, info, {p.name for p in folders}, speakers_path)
     for folder in sorted(folders, key=natural_key):
         specs[folder.name] = _speaker_spec(folder.name, info.get(folder.name, {}), language, role)
         utterances += _read_speaker(folder, specs[folder.name], skips, encoding)

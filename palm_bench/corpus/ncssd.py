@@ -64,6 +64,7 @@ WAV_STEM = re.compile(r"(\d+)_(\d+)_d(\d+)")
 META_FIELDS = ("index", "speaker", "text")
 MAP_FIELDS = ("id", "name", "gender")
 MAP_KEY = re.compile(r"(?:([^/]+)/)?(\d+)/(\d+)")
+LAYOUT = "<subset>/<dialogue>/{turn}_{spk}_d{dialog}.wav with a .lab or a metadata.json entry each"
 
 
 def prepare_ncssd(
@@ -104,7 +105,7 @@ def prepare_ncssd(
     for key in sorted(set(mapping) - used, key=lambda k: (k[0] or "", k[1], k[2])):
         written = "/".join(str(p) for p in key if p is not None)
         skips.add(f"{speaker_map}:{written}", f"speaker map key {written!r} matches no clip of the corpus")
-    return build_corpus(root, specs, utterances, skips, names_file=speaker_map)
+    return build_corpus(root, specs, utterances, skips, names_file=speaker_map, layout=LAYOUT)
 
 
 def _subset_dirs(root: Path, subsets) -> list[tuple[str, Path]]:
@@ -124,7 +125,7 @@ def _subset_language(subset: str, folder: Path) -> str:
     if not match:
         raise ConfigError(
             f"{folder}: cannot tell the language of subset {subset!r}; "
-            f"name it one of {', '.join(SUBSETS)} or pass language='zh'/'en'"
+            f"name it one of {', '.join(SUBSETS)} or pass --corpus-option language=en (or zh)"
         )
     return match.group(1).lower()
 

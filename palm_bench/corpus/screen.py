@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from pathlib import Path
 
 from lalm_eval.audio.speaker import DEFAULT_SPEAKER_ENCODER, SPEAKER_ENCODERS, SpeakerEncoder
 from lalm_eval.errors import AudioError
@@ -32,15 +33,29 @@ logger = logging.getLogger(__name__)
 MIN_CLIPS = 2
 
 
+#: verdicts of this process by (file, size, mtime, inode, encoder): a corpus read twice (corpus-info,
+#: then a build; two builds) decodes each clip once; a changed file has another key
+_VERDICTS: dict[tuple, str | None] = {}
+
+
 def clip_problem(clip: Utterance, encoder_class: type[SpeakerEncoder]) -> str | None:
     """Why the build cannot use ``clip`` (decoding it, then the encoder's check), or ``None``."""
     try:
-        audio = clip.load_audio()
+        st = Path(clip.audio).stat()
+        key = (str(clip.audio), st.st_size, st.st_mtime_ns, st.st_ino, encoder_class.__qualname__)
+    except OSError:
+        key = None
+    if key is not None and key in _VERDICTS:
+        return _VERDICTS[key]
+    try:
+        problem = encoder_class.check_clip(clip.load_audio())
     except AudioError as exc:
         message = str(exc)
         prefix = f"{clip.audio}: "
-        return message[len(prefix) :] if message.startswith(prefix) else message
-    return encoder_class.check_clip(audio)
+        problem = message[len(prefix) :] if message.startswith(prefix) else message
+    if key is not None:
+        _VERDICTS[key] = problem
+    return problem
 
 
 def screen_corpus(corpus: Corpus, encoder: str = DEFAULT_SPEAKER_ENCODER) -> Corpus:

@@ -70,6 +70,10 @@ def _expect(ok: bool, detail) -> None:
     assert ok, detail
 
 
+def nothing_written(tmp: Path, result: Result) -> None:
+    assert not (tmp / "out").exists()
+
+
 def utterances(n: int, subjects: int | None = None):
     def check(tmp: Path, result: Result) -> None:
         got = stats(result)["totals"]
@@ -357,6 +361,26 @@ def _transcript_encoding(encoding: str, text: str):
     return edit
 
 
+def _uppercase_suffixes(root: Path) -> None:
+    clip(root / "alice" / "LOUD.WAV", voiced(0.6, 150.0))
+    (root / "alice" / "LOUD.txt").rename(root / "alice" / "LOUD.TXT")
+
+
+def _two_transcripts(root: Path) -> None:
+    (root / "alice" / "00.lab").write_text("The same clip, transcribed again.")
+
+
+def _one_level_too_high(root: Path) -> None:
+    (root / "data").mkdir()
+    for sid in ("alice", "bob"):
+        (root / sid).rename(root / "data" / sid)
+
+
+def _nested_speakers_yaml(root: Path) -> None:
+    _one_level_too_high(root)
+    (root / "speakers.yaml").rename(root / "data" / "speakers.yaml")
+
+
 LAYOUT_CASES = [
     Case(
         "palm-folder-empty-speaker-folder",  # was: silently nothing
@@ -449,6 +473,70 @@ LAYOUT_CASES = [
         says=("speakers.yaml", "alice.language", "not a language code"),
     ),
     Case(
+        "palm-folder-uppercase-suffixes",  # was: a.WAV's a.TXT not found ("no transcript")
+        "palm-bench",
+        with_corpus(_uppercase_suffixes),
+        exit=0,
+        skips={"": 0},
+        check=utterances(5),
+    ),
+    Case(
+        "palm-folder-two-transcripts",  # was: the .lab silently unused
+        "palm-bench",
+        with_corpus(_two_transcripts),
+        exit=0,
+        skips={"a second transcript of 00.wav": 1},
+        check=utterances(4),
+    ),
+    Case(
+        "palm-folder-corpus-dir-one-level-too-high",  # was: one "speaker" data/ holding everyone's clips
+        "palm-bench",
+        with_corpus(_one_level_too_high),
+        says=("corpus", "would be read as one speaker", "--corpus-dir"),
+    ),
+    Case(
+        "palm-folder-speakers-yaml-one-level-down",
+        "palm-bench",
+        with_corpus(_nested_speakers_yaml, options=("language=en",)),
+        says=("data/speakers.yaml exists", "--corpus-dir"),
+    ),
+    Case(
+        "palm-folder-human-descriptions-malformed",  # was: AttributeError in the build, after embedding
+        "palm-bench",
+        with_corpus(lambda root: (root / "human_descriptions.yaml").write_text("- alice sounds calm\n")),
+        says=("human_descriptions.yaml", "must map subject ids"),
+    ),
+    Case(
+        "palm-folder-zero-byte-clip",
+        "palm-bench",
+        with_corpus(lambda root: clip(root / "bob" / "empty.wav", voiced(0.6, 150.0)).write_bytes(b"")),
+        exit=0,
+        skips={"empty file (0 bytes)": 1},
+        check=utterances(4),
+    ),
+    Case(
+        "palm-build-only-negatives",  # was: "no subject left in languages", as if a language were wrong
+        "palm-bench",
+        lambda tmp: [
+            "build",
+            "--corpus",
+            "folder",
+            "--corpus-dir",
+            folder(tmp, {"n0": {"language": "en", "role": "negative"}, "n1": {"language": "en", "role": "negative"}}),
+            "--out",
+            tmp / "out",
+            "--no-cache",
+        ],
+        says=("corpus", "has no subject", "role: subject"),
+        check=nothing_written,
+    ),
+    Case(
+        "palm-info-encoder-typo",  # was: a registry message without the flag
+        "palm-bench",
+        lambda tmp: info(folder(tmp)) + ["--encoder", "resemblizer"],
+        says=("--encoder resemblizer", "did you mean 'resemblyzer'"),
+    ),
+    Case(
         "palm-folder-no-usable-clip",  # only transcripts: the error quotes the skips and says how to fix
         "palm-bench",
         lambda tmp: info(_with(tmp / "corpus", lambda r: (r / "ann").mkdir(parents=True) or None)),
@@ -508,10 +596,6 @@ def build_argv(*sets: str, preset: str = "small"):
         return argv
 
     return make
-
-
-def nothing_written(tmp: Path, result: Result) -> None:
-    assert not (tmp / "out").exists()
 
 
 SET_CASES = [
