@@ -77,6 +77,7 @@ def check_args(args) -> list[str]:
     key_values(args.model_args, "--model_args")
     if args.model_args_b is not None:
         key_values(args.model_args_b, "--model_args_b")
+    writable_folder(args.cache_dir, "--cache_dir")
     if args.output_path:
         writable_folder(args.output_path, "--output_path")
     return tasks

@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 from lalm_eval import __version__
-from lalm_eval.errors import ConfigError
+from lalm_eval.errors import ConfigError, LalmEvalError
 
 DEFAULT_CACHE = Path(os.environ.get("LALM_EVAL_CACHE", Path.home() / ".cache" / "lalm_eval"))
 SUBCOMMANDS = ("tasks", "make-tiny-model", "paths", "report", "check", "train", "doctor")
@@ -158,6 +158,18 @@ def writable_folder(path, flag: str) -> Path:
     return folder
 
 
+def flag_error(flag: str, exc: LalmEvalError, fix: str) -> LalmEvalError:
+    """``exc`` (raised by what ``flag`` named: a model, a judge spec) told in the one error shape:
+    the flag in front unless its message starts with one, ``fix`` after it unless it has one."""
+    message = str(exc)
+    if not message.startswith("--"):
+        message = f"{flag}: {message}"
+    if "; " not in message:
+        message += f"; {fix}"
+    exc.args = (message, *exc.args[1:])
+    return exc
+
+
 def check_eval_args(args) -> None:
     """Every flag of a run checked (and converted) before a task, a dataset or a model is loaded;
     ``--output_path`` is made and probed now, so that a finished evaluation is never lost to it."""
@@ -183,6 +195,7 @@ def check_eval_args(args) -> None:
     args.gen_kwargs_dict = gen_kwargs_flag(args.gen_kwargs)
     _model_args(args.model_args)
     device_flag(args.device)
+    writable_folder(args.cache_dir, "--cache_dir")
     if args.output_path:
         writable_folder(args.output_path, "--output_path")
 
@@ -362,7 +375,12 @@ def build_adapter(
         raise ConfigError(
             f"--model_args: {model} cannot be built from them ({exc}); it takes: {', '.join(params) or 'none'}"
         ) from None
-    return adapter_cls(**model_args)
+    try:  # built, and its identity (model files hashed, nothing loaded) known: a missing model shows now
+        adapter = adapter_cls(**model_args)
+        adapter.identity()
+    except LalmEvalError as exc:
+        raise flag_error(f"--model {model}", exc, "check --model_args (pretrained=...) and --device") from None
+    return adapter
 
 
 def run_eval(args) -> int:
@@ -391,7 +409,14 @@ def run_eval(args) -> int:
     if args.judge and not args.dry_run:
         from lalm_eval.judges import judge_llm_from_spec
 
-        judge_llm = judge_llm_from_spec(args.judge)
+        try:
+            judge_llm = judge_llm_from_spec(args.judge)
+        except LalmEvalError as exc:
+            raise flag_error(
+                "--judge",
+                exc,
+                "give e.g. --judge openai:model=M,base_url=URL, hf:pretrained=DIR or a preset (palm_paper)",
+            ) from None
     adapter = build_adapter(
         args.model, args.model_args, args.device, args.cache_dir, use_response_cache=not args.no_cache
     )

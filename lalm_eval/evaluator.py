@@ -176,6 +176,13 @@ def probe_doc(task: Task, docs: Sequence[dict]) -> None:
         task.messages(doc)
         task.render_target(doc)
         task.subjects_of(doc)
+        for audio in task.audio_of(doc):  # an Audio column's value ({bytes, path}) or samples; not text
+            if not isinstance(audio, (dict, np.ndarray)):
+                shown = " ".join(repr(audio).replace(";", ",").split())[:60]
+                raise ConfigError(
+                    f"{task.yaml_file}: task {task.name!r}: doc_to_audio gives a {type(audio).__name__} "
+                    f"({shown}), not audio; point it at the dataset's Audio column, e.g. '{{{{ audio }}}}'"
+                )
 
 
 def open_tasks(task_names: list[str], *, include_path=None, cache_dir: Path, limit: int | None = None) -> OpenedTasks:

@@ -106,14 +106,16 @@ class TaskManager:
         """The YAML that defines task or group ``name``."""
         return self._entry(name).file
 
-    def _unknown(self, name: str, kind: str = "task, group or tag") -> UnknownTaskError:
+    def _unknown(self, name: str, kind: str = "task, group or tag", where: str = "--tasks") -> UnknownTaskError:
+        """``<where>: unknown <kind> <name> (did you mean …?); <how to find or add it>`` (``where``:
+        the flag that named it, or the group file that lists it)."""
         known = sorted({*self._entries, *self._tags})
         close = difflib.get_close_matches(name, known, n=3)
-        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
         searched = ", ".join(map(str, self.paths)) or "no folders"
         return UnknownTaskError(
-            f"unknown {kind} {name!r}{hint} (searched {searched}); `lalm-eval tasks` lists the "
-            f"{len(known)} known names, --include_path adds a folder of task YAML files"
+            f"{where}: unknown {kind} {name!r}{hint}; `lalm-eval tasks` lists the {len(known)} known names, "
+            f"--include_path adds a folder of task YAML files (searched {searched})"
         )
 
     def _entry(self, name: str, kind: str | None = None) -> _Entry:
@@ -166,7 +168,7 @@ class TaskManager:
             group = self.load_group(name)
             for member in group.task:
                 if member not in self._entries and member not in self._tags:
-                    raise UnknownTaskError(f"{entry.file}: group {name!r} lists an {self._unknown(member)}")
+                    raise self._unknown(member, where=f"{entry.file}: group {name!r}")
                 self._expand(member, out, (*stack, name))
         elif name in self._tags:
             for task in self._tags[name]:

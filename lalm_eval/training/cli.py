@@ -99,6 +99,7 @@ def check_args(args) -> None:
     _check_freeze(args.freeze)
     from lalm_eval.training.trainer import checkpoints_in
 
+    writable_folder(args.cache_dir, "--cache_dir")
     out = writable_folder(args.output_dir, "--output_dir")
     complete, incomplete = checkpoints_in(out / "checkpoints")
     if args.resume_from_checkpoint and not complete:

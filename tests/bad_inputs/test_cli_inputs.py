@@ -210,6 +210,13 @@ CASES = [
     Case("cli-tasks-empty", CLI, make=lambda tmp: run_argv(tmp, tasks=""), says=("--tasks", "no task names")),
     Case("cli-tasks-comma", CLI, make=lambda tmp: run_argv(tmp, tasks=","), says=("--tasks", "no task names")),
     Case("cli-tasks-blank", CLI, make=lambda tmp: run_argv(tmp, tasks=" "), says=("--tasks", "lalm-eval tasks")),
+    Case(
+        "cli-tasks-unknown",
+        CLI,
+        make=lambda tmp: run_argv(tmp, tasks="ttt"),
+        says=("--tasks", "unknown task, group or tag 'ttt'", "did you mean tt"),
+        check=no_model,
+    ),
     Case("cli-batch-size-zero", CLI, **flag("--batch_size", "0", says=("--batch_size", "got 0"))),
     Case("cli-batch-size-negative", CLI, **flag("--batch_size", "-3", says=("--batch_size", "got -3"))),
     Case("cli-batch-size-text", CLI, **flag("--batch_size", "big", says=("--batch_size", "'big'", "or auto"))),
@@ -311,6 +318,14 @@ CASES = [
         **yaml_case(
             ('doc_to_text: "{{ question }}"', "doc_to_text: !function utils.broken"),
             says=("t.yaml: task 'tt': doc_to_text (!function utils.broken) failed", "keyerror"),
+        ),
+    ),
+    Case(
+        "task-audio-is-text",
+        CLI,
+        **yaml_case(
+            ('doc_to_audio: "{{ audio }}"', 'doc_to_audio: "{{ question }}"'),
+            says=("t.yaml: task 'tt': doc_to_audio gives a str", "{{ audio }}"),
         ),
     ),
     Case(
