@@ -30,6 +30,7 @@ import dataclasses
 import io
 import json
 import math
+import sys
 import threading
 import time
 from collections import deque
@@ -84,6 +85,11 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     owner: ScriptedServer
+
+    def handle_error(self, request, client_address):
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return  # the client went away (it timed out, or refused a reply): nothing to report
+        super().handle_error(request, client_address)
 
 
 class ScriptedServer:

@@ -83,24 +83,9 @@ metadata: {{version: 1}}
 
 @pytest.fixture(scope="module", autouse=True)
 def world(tmp_path_factory):
-    """The task, both servers, no provider key in the environment (loopback servers need none);
-    the installed tasks' YAML index memoised by file (what every ``lalm-eval`` run re-reads), so
-    each CLI row costs its run, not a re-parse of every task folder."""
-    import lalm_eval.tasks.registry as registry
-
+    """The task, both servers, and no provider key in the environment (loopback servers need none)."""
     root = tmp_path_factory.mktemp("cache_api")
-    real_index = registry.index_names
-    memo: dict = {}
-
-    def index_names(path):
-        stat = Path(path).stat()
-        key = (str(path), stat.st_mtime_ns, stat.st_size)
-        if key not in memo:
-            memo[key] = real_index(path)
-        return None if memo[key] is None else dict(memo[key])
-
     with pytest.MonkeyPatch.context() as mp, OpenAIServer() as openai, GeminiServer() as gemini:
-        mp.setattr(registry, "index_names", index_names)
         for env in KEY_ENVS:
             mp.delenv(env, raising=False)
         WORLD.update(tasks=_build_task(root), openai=openai, gemini=gemini)
@@ -205,6 +190,12 @@ def zero_byte(tmp: Path) -> list:
 
 def check_answered(tmp: Path, result: Result) -> None:
     assert sent("openai") == 2 and results(tmp)["results"][TASK]["exact_match,none"] is not None
+
+
+def cache_dir_is_file(tmp: Path) -> list:
+    server("openai")
+    (tmp / "cache").write_text("a file where the cache folder should be\n", encoding="utf-8")
+    return eval_argv(tmp)
 
 
 LOCKS: list[sqlite3.Connection] = []
@@ -339,6 +330,13 @@ CASES = [
         check=check_untouched,
     ),
     Case("cache-zero-byte-file", "lalm-eval", zero_byte, exit=0, check=check_answered),
+    Case(
+        "cache-dir-flag-is-a-file",
+        "lalm-eval",
+        cache_dir_is_file,
+        says=("--cache_dir", "{tmp}/cache"),
+        check=lambda tmp, result: no_model_call(),
+    ),
     Case(
         "cache-locked-by-another-process",
         "lalm-eval",
