@@ -639,6 +639,22 @@ def test_a_refused_key_stops_the_call_naming_its_variable(protocol, status, mess
     assert SECRET not in str(err.value) and len(srv.records) == 1
 
 
+@pytest.mark.parametrize(
+    "protocol", ["openai", "gemini"], ids=["api-openai-401-keeps-answers", "api-gemini-401-keeps-answers"]
+)
+def test_answers_received_before_a_refused_key_are_kept(protocol, tmp_path):
+    from lalm_eval.cache import ResponseCache
+    from lalm_eval.models.api_base import AuthFailed
+
+    srv = server(protocol, {"text": "paid for"}, *[{"status": 401, "message": "key revoked"}] * 3)
+    adapter = _adapter(protocol, fresh=True, concurrency=1, cache_dir=str(tmp_path))
+    with pytest.raises(AuthFailed):
+        adapter.generate([request(i, key=f"k{i}") for i in range(4)])
+    assert len(srv.records) == 2  # the answer, the refusal, then nothing more was sent
+    with ResponseCache(tmp_path / "responses.sqlite") as cache:
+        assert {k: r.text for k, r in cache.get_many([f"k{i}" for i in range(4)]).items()} == {"k0": "paid for"}
+
+
 # --- the judges' text-LLM client against the same servers --------------------------------------------
 
 
@@ -721,6 +737,8 @@ EXTRA_CASE_IDS = [
     "api-openai-403-stops",
     "api-gemini-403-stops",
     "api-gemini-400-key-not-valid-stops",
+    "api-openai-401-keeps-answers",
+    "api-gemini-401-keeps-answers",
     "api-judge-html",
     "api-judge-malformed-json",
     "api-judge-empty-body",
