@@ -136,8 +136,8 @@ def subject_eer(corpus: Corpus, encoder: str = DEFAULT_SPEAKER_ENCODER, cache_di
     utts = [u for u in corpus.utterances if u.speaker in subjects]
     if len({u.speaker for u in utts}) < 2:
         raise ConfigError(
-            f"EER needs utterances of at least two subjects; the corpus has {len({u.speaker for u in utts})} "
-            "(run corpus-info with --no-eer)"
+            f"{corpus.root}: EER needs utterances of at least two subjects, the corpus has "
+            f"{len({u.speaker for u in utts})}; run corpus-info with --no-eer"
         )
     embs = enc.embed([u.load_audio() for u in utts], names=[str(u.audio) for u in utts])
     labels = np.array([u.speaker for u in utts])

@@ -42,9 +42,9 @@ class NegativePool:
         pool = [c for c in self.candidates[subject_id] if c.clip.speaker not in exclude_speakers]
         if not pool:
             raise ConfigError(
-                f"no negative candidate left for subject {subject_id!r} outside speakers "
-                f"{sorted(exclude_speakers)}: the scene mix needs more voices of its language "
-                "(see palm_bench.scene_needs)"
+                f"subject {subject_id!r}: no negative candidate left outside speakers "
+                f"{sorted(exclude_speakers)}; the scene mix needs more voices of its language "
+                "(add voices, or lower speaker_count_weights with --set)"
             )
         want = STRATA.index(stratum)
         for distance in range(len(STRATA)):
@@ -101,7 +101,7 @@ def build_pool(
         if not clips:  # check_speaker_counts stops a build before this; a clear error all the same
             raise ConfigError(
                 f"subject {subject_id!r} ({language}): no clip of another {language} speaker in "
-                "this split, so no negative candidates (add voices of that language)"
+                "this split, so no negative candidates; add voices of that language"
             )
         sims = np.array([float(embeddings[c.id] @ ref) for c in clips])
         if strata_config["method"] == "quantile":
