@@ -14,14 +14,24 @@ import yaml
 from lalm_eval.errors import ConfigError, LalmEvalError
 
 
-def parse_key_values(items: list[str]) -> dict:
-    """``["seed=3", "languages=[en]"]`` → ``{"seed": 3, "languages": ["en"]}`` (values as YAML)."""
+def parse_key_values(items: list[str], flag: str = "option") -> dict:
+    """``["seed=3", "languages=[en]"]`` → ``{"seed": 3, "languages": ["en"]}`` (values as YAML).
+
+    ``flag`` (``--set``, ``--corpus-option`` …) is named in the error for an item that is not
+    ``key=value`` or whose value is not YAML."""
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"option {item!r} must look like key=value")
-        out[key.strip()] = yaml.safe_load(value)
+            raise ConfigError(f"{flag} {item!r}: not key=value; write it as {flag} KEY=VALUE, e.g. {flag} seed=3")
+        try:
+            out[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            problem = str(exc).splitlines()[0]
+            raise ConfigError(
+                f"{flag} {key.strip()}: value {value!r} is not valid YAML ({problem}); quote it, e.g. "
+                f"{flag} {key.strip()}='\"{value}\"'"
+            ) from None
     return out
 
 
@@ -62,7 +72,7 @@ def llm_from_args(args):
         return None
     from lalm_eval.llm import get_text_llm
 
-    return get_text_llm(args.llm, **parse_key_values(args.llm_option))
+    return get_text_llm(args.llm, **parse_key_values(args.llm_option, "--llm-option"))
 
 
 def add_push_command(sub) -> None:

@@ -25,13 +25,13 @@ def _build(args) -> int:
         from msu_bench.export import build
         from msu_bench.plan import load_preset
 
-        cfg = load_preset(args.preset, parse_key_values(args.set))
+        cfg = load_preset(args.preset, parse_key_values(args.set, "--set"))
         info = build(
             args.out,
             cfg,
             corpus=args.corpus,
             corpus_dir=args.corpus_dir,
-            corpus_options=parse_key_values(args.corpus_option),
+            corpus_options=parse_key_values(args.corpus_option, "--corpus-option"),
             repo_id=args.repo_id,
             llm=llm_from_args(args),
             mcq_dir=args.mcq_dir,
@@ -72,8 +72,8 @@ def _corpus_info(args) -> int:
     stats = corpus_info(
         args.corpus,
         args.corpus_dir,
-        parse_key_values(args.corpus_option),
-        load_preset(args.preset, parse_key_values(args.set)),
+        parse_key_values(args.corpus_option, "--corpus-option"),
+        load_preset(args.preset, parse_key_values(args.set, "--set")),
     )
     print(json.dumps(stats, ensure_ascii=False, indent=2) if args.json else format_table(stats))
     return 0

@@ -31,7 +31,9 @@ def _corpus_info(args) -> int:
             from lalm_eval.errors import ConfigError
 
             raise ConfigError(f"corpus-info --corpus {args.corpus} needs --corpus-dir")
-        corpus, _ = load_corpus_by_kind(args.corpus, str(args.corpus_dir), parse_key_values(args.corpus_option))
+        corpus, _ = load_corpus_by_kind(
+            args.corpus, str(args.corpus_dir), parse_key_values(args.corpus_option, "--corpus-option")
+        )
     cache = None if args.no_cache else DEFAULT_CACHE / "embeddings"
     stats = corpus_statistics(
         corpus, encoder=args.encoder, cache_dir=cache, with_eer=not args.no_eer, scene_config=load_preset(args.preset)
@@ -64,13 +66,13 @@ def _build_into(args) -> dict:
     from palm_bench.export import build
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    overrides = parse_key_values(args.set)
+    overrides = parse_key_values(args.set, "--set")
     if args.caption_reference:
         overrides["caption_reference"] = args.caption_reference
     if args.description_model:
         overrides["description_model"] = args.description_model
     cfg = load_preset(args.preset, overrides)
-    options = parse_key_values(args.corpus_option)
+    options = parse_key_values(args.corpus_option, "--corpus-option")
     tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
     llm = llm_from_args(args)
     from palm_bench.caption_references import check_kind
