@@ -129,8 +129,15 @@ def staged_build(out, flag: str = "--out") -> Iterator[Stage]:
     _OPEN[final] = stage
     try:
         yield stage
-        _carry_over(final, stage.path, kept)
-        _swap_in(stage.path, final)
+        try:
+            _carry_over(final, stage.path, kept)
+            _swap_in(stage.path, final)
+        except OSError as exc:  # a full disk, permissions changed while it ran: the old folder is whole
+            raise ConfigError(
+                f"{flag} {out}: the finished build could not be moved into place ({exc.strerror or exc}), "
+                f"what was there before is unchanged; free space or fix the permissions of {final.parent}, "
+                "then build again"
+            ) from exc
     finally:
         del _OPEN[final]
         shutil.rmtree(stage.path, ignore_errors=True)

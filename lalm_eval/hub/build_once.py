@@ -1,11 +1,14 @@
 """Build a dataset folder once and reuse it while it matches (shared by every benchmark's task
 hooks): the folder's ``build_info.json`` must record the requested config; otherwise it is built
 into a temporary sibling under a file lock and renamed into place when complete, so concurrent
-runs (data-parallel ranks, two evaluations) build once and never read a half-written folder."""
+runs (data-parallel ranks, two evaluations) build once and never read a half-written folder.
+The temporary sibling of a build that was killed (``kill -9``) is removed by the next one, under
+the same lock (the build commands' own staging: :mod:`lalm_eval.hub.atomic`)."""
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import logging
 import os
@@ -31,7 +34,9 @@ def build_once(out: Path, config: dict, run_build: Callable[[Path], None]) -> Pa
         if _is_built(out, config):  # another process built it while we waited
             return out
         tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
+        for stale in out.parent.glob(glob.escape(out.name) + ".tmp-*"):  # under the lock: no build uses them
+            log.warning("removing %s, the half-written folder of an interrupted build", stale)
+            shutil.rmtree(stale, ignore_errors=True)
         try:
             run_build(tmp)
             if not _is_built(tmp, config):

@@ -439,6 +439,9 @@ def test_bad_input(case, tmp_path):
 
 EXTRA_CASE_IDS = [
     "build-eval-palm-group-no-reasoning",
+    "build-swap-fails-keeps-old",
+    "build-once-removes-stale-stage",
+    "build-load-fresh-half-built",
     "build-kill-palm-replacing",
     "build-kill-msu-fresh",
     "build-kill-mcq-replacing",
@@ -457,19 +460,82 @@ def test_palm_group_on_a_build_without_reasoning(tmp_path):
     assert "palm-bench: no config 'reasoning'" in line and "its configs: recognition, captioning, all" in line
 
 
+def test_a_failed_swap_keeps_the_old_build(tmp_path, monkeypatch):
+    """The finished stage cannot be renamed into place (permissions changed, a full disk): the old
+    build stays whole under its name, no stage is left, and the error names ``--out``."""
+    out = copy_of(mcq_build(), tmp_path / "mcq")
+    before = files_of(out)
+    rename = os.rename
+
+    def failing(src, dst, *args, **kwargs):
+        if ".tmp-" in Path(src).name:
+            raise PermissionError(13, "Permission denied")
+        return rename(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "rename", failing)
+    result = run_cli("msu-bench", mcq_argv(out))
+    monkeypatch.undo()
+    assert result.rc == 2, result.err[-3000:]
+    assert_error_shape("msu-bench", result)
+    assert f"--out {out}: the finished build could not be moved into place" in result.error_line
+    assert files_of(out) == before and siblings(out) == []
+    assert rows(out, "mcq") == rows(mcq_build(), "mcq")
+
+
+def test_load_dataset_fresh_on_a_half_built_folder(tmp_path):
+    """The loader every command opens datasets through names the half-built folder itself (was:
+    ``ValueError: BuilderConfig 'recognition' not found. Available: ['default']``)."""
+    from lalm_eval.errors import DataError
+    from lalm_eval.hub.load import load_dataset_fresh
+
+    folder = half_built(tmp_path / "pb")
+    with pytest.raises(DataError, match="a half-built folder") as err:
+        load_dataset_fresh(folder, "recognition", split="test", cache_root=tmp_path / "cache")
+    assert err.value.file == str(folder) and not (tmp_path / "cache").exists()
+
+
+def test_build_once_removes_the_stage_of_a_killed_build(tmp_path):
+    """The tasks' cached builds (``build_once``): the stage a killed run left is removed by the next."""
+    from lalm_eval.hub.build_once import build_once
+
+    out = tmp_path / "datasets" / "bench-small"
+    stale = out.with_name(f"bench-small.tmp-{DEAD_PID}")
+    (stale / "recognition").mkdir(parents=True)
+    (stale / "recognition" / ".test-00000.parquet.partial").write_bytes(b"PAR1")
+
+    def run_build(folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "build_info.json").write_text(json.dumps({"config": {"seed": 0}}), encoding="utf-8")
+
+    assert build_once(out, {"seed": 0}, run_build) == out
+    assert (out / "build_info.json").is_file() and not stale.exists()
+
+
 def _writing(out: Path):
     """The kill point: the build's stage exists, or (a build writing in place, as before atomic
-    builds) a new file appears under ``out``."""
-    before = set(files_of(out)) if out.is_dir() else set()
+    builds) a file under ``out`` appears or changes."""
+
+    def stamps() -> dict:
+        return {p: p.stat().st_mtime_ns for p in out.glob("**/*") if p.is_file()} if out.is_dir() else {}
+
+    before = stamps()
 
     def started() -> bool:
         if any(p.name.startswith(out.name + ".tmp-") for p in out.parent.iterdir()):
             return True
-        return out.is_dir() and any(
-            p.relative_to(out).as_posix() not in before for p in out.glob("**/*") if p.is_file()
-        )
+        try:
+            return stamps() != before
+        except FileNotFoundError:  # a partial shard renamed while it was listed
+            return True
 
     return started
+
+
+def contents(folder: Path) -> dict:
+    """``{relative path: sha256}`` of every file under ``folder``."""
+    from lalm_eval.hub.parquet import file_sha256
+
+    return {rel: file_sha256(folder / rel) for rel in files_of(folder)}
 
 
 @pytest.fixture(scope="module")
@@ -480,7 +546,7 @@ def killed(tmp_path_factory):
     root = tmp_path_factory.mktemp("killed")
     palm, msu, mcq = root / "palm" / "pb", root / "msu" / "msu", root / "mcq" / "mcq"
     runs = {
-        "palm-replacing": ("palm-bench", palm_argv(palm), palm),
+        "palm-replacing": ("palm-bench", [*palm_argv(palm), "--set", "seed=1"], palm),  # other rows than the old
         "msu-fresh": ("msu-bench", ["build", "--out", msu, "--set", "languages=[en]"], msu),
         "mcq-replacing": ("msu-bench", mcq_argv(mcq), mcq),
     }
@@ -509,22 +575,26 @@ def _killed(killed, name) -> Path:
     if isinstance(result, BaseException):
         raise result
     assert result is True
-    assert [p.name for p in out.parent.iterdir() if ".tmp-" in p.name], "the kill left no stage behind"
     return out
+
+
+def stages(out: Path) -> list[str]:
+    return [p.name for p in out.parent.iterdir() if p.name.startswith(out.name + ".tmp-")]
 
 
 def test_kill_palm_build_over_a_complete_build(killed):
     """The old build stays whole under its name and gives its rows (was: a folder of new shards,
     no card, on which lalm-eval failed with ``BuilderConfig 'recognition' not found``)."""
     out = _killed(killed, "palm-replacing")
-    assert files_of(out) == files_of(palm_build())
+    assert contents(out) == contents(palm_build())
     assert rows(out, "recognition") == rows(palm_build(), "recognition")
+    assert len(stages(out)) == 1  # what the kill left, beside it
 
 
 def test_kill_msu_build_into_a_new_folder(killed, tmp_path):
     """Nothing under the final name; ``lalm-eval`` on it names the stage the kill left."""
     out = _killed(killed, "msu-fresh")
-    assert not out.exists()
+    assert not out.exists() and len(stages(out)) == 1
     result = run_cli("lalm-eval", probe_task(tmp_path, out))
     assert result.rc == 2, result.err[-3000:]
     assert_error_shape("lalm-eval", result)
@@ -534,8 +604,8 @@ def test_kill_msu_build_into_a_new_folder(killed, tmp_path):
 def test_kill_mcq_import_over_a_complete_one_then_rebuild(killed):
     """The old import still loads; the next import removes the stage, says so, and replaces it."""
     out = _killed(killed, "mcq-replacing")
-    assert rows(out, "mcq") == rows(mcq_build(), "mcq")
-    (stage,) = [p.name for p in out.parent.iterdir() if ".tmp-" in p.name]
+    assert contents(out) == contents(mcq_build())
+    (stage,) = stages(out)
     result = run_cli("msu-bench", mcq_argv(out))
     assert result.rc == 0, result.err[-3000:]
     assert f"removed {stage}" in result.err and siblings(out) == []
