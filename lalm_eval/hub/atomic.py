@@ -113,9 +113,15 @@ def staged_build(out, flag: str = "--out") -> Iterator[Stage]:
     if final in _OPEN:
         yield _OPEN[final]
         return
+    here = Path(os.path.realpath(os.getcwd()))
+    if final == here or final in here.parents:
+        raise ConfigError(
+            f"{flag} {out!s}: is the current folder (or holds it), which a build replaces as a whole; "
+            "give a folder of its own, e.g. ./palm-bench"
+        )
     notes = _recover(final, out, flag)
-    for note in notes:
-        log.warning("%s: %s", out, note)
+    for note in notes:  # the command lines print them with their report (print_folder_report)
+        log.info("%s: %s", out, note)
     previous, kept = _previous(final, out, flag)
     stage = Stage(final, final.with_name(f"{final.name}{TMP_TAG}{os.getpid()}"), previous, kept, notes)
     try:

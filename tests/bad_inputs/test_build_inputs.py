@@ -440,6 +440,7 @@ def test_bad_input(case, tmp_path):
 EXTRA_CASE_IDS = [
     "build-eval-palm-group-no-reasoning",
     "build-swap-fails-keeps-old",
+    "build-palm-out-is-cwd",
     "build-once-removes-stale-stage",
     "build-load-fresh-half-built",
     "build-kill-palm-replacing",
@@ -458,6 +459,15 @@ def test_palm_group_on_a_build_without_reasoning(tmp_path):
     assert_error_shape("lalm-eval", result)
     line = result.error_line
     assert "palm-bench: no config 'reasoning'" in line and "its configs: recognition, captioning, all" in line
+
+
+def test_out_is_the_current_folder(tmp_path):
+    """``--out .``: a build replaces its folder as a whole, which the current folder cannot be
+    (was: the shards and the card written among the user's files)."""
+    result = run_cli("palm-bench", palm_argv("."), cwd=tmp_path)
+    assert result.rc == 2, result.err[-3000:]
+    assert_error_shape("palm-bench", result)
+    assert "--out .: is the current folder" in result.error_line and list(tmp_path.iterdir()) == []
 
 
 def test_a_failed_swap_keeps_the_old_build(tmp_path, monkeypatch):
