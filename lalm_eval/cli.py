@@ -415,7 +415,7 @@ def run_eval(args) -> int:
             raise flag_error(
                 "--judge",
                 exc,
-                "give e.g. --judge openai:model=M,base_url=URL, hf:pretrained=DIR or a preset (palm_paper)",
+                "give e.g. --judge openai:model=M,base_url=URL, hf:pretrained=DIR or a preset of lalm_eval/judges/presets.yaml",
             ) from None
     adapter = build_adapter(
         args.model, args.model_args, args.device, args.cache_dir, use_response_cache=not args.no_cache

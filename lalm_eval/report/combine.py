@@ -27,7 +27,7 @@ from lalm_eval.report.results import _safe_name, load_results, timestamp
 def latest_results(folder: str | Path) -> Path:
     files = sorted(Path(folder).glob("results_*.json"))
     if not files:
-        raise DataError(folder, "no results_*.json here (run lalm-eval with --output_path to this folder)")
+        raise DataError(folder, "no results_*.json here; run lalm-eval with --output_path to this folder first")
     return files[-1]
 
 

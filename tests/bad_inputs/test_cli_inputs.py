@@ -286,6 +286,12 @@ CASES = [
         says=("{tmp}/no_run", "no such folder"),
     ),
     Case(
+        "cli-report-folder-without-results",
+        CLI,
+        make=lambda tmp: ["report", str(tmp)],
+        says=("{tmp}: no results_*.json here", "--output_path"),
+    ),
+    Case(
         "cli-make-tiny-model-into-a-file",
         CLI,
         make=lambda tmp: ["make-tiny-model", "qwen2_audio", str(a_file(tmp))],
