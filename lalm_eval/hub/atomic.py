@@ -117,7 +117,7 @@ def staged_build(out, flag: str = "--out") -> Iterator[Stage]:
     if final == here or final in here.parents:
         raise ConfigError(
             f"{flag} {out!s}: is the current folder (or holds it), which a build replaces as a whole; "
-            "give a folder of its own, e.g. ./palm-bench"
+            f"give a folder of its own, e.g. {flag} ./{here.name}-build"
         )
     notes = _recover(final, out, flag)
     for note in notes:  # the command lines print them with their report (print_folder_report)
