@@ -147,7 +147,7 @@ def test_missing_enrollment_config_and_missing_path_are_named(built, tmp_path):
     shutil.copytree(built, folder)
     card = (folder / "README.md").read_text()
     (folder / "README.md").write_text(card.replace("- config_name: enrollment\n", "- config_name: unused\n"))
-    with pytest.raises(ConfigError, match="no 'enrollment' config"):
+    with pytest.raises(DataError, match=r"no-enrollment: no config 'enrollment' \(its configs: .*\); rebuild"):
         load_docs(on_build("palm_recognition_enroll", folder), tmp_path, 1)
     with pytest.raises(ConfigError, match="needs the dataset path"):
         TM.load_task("palm_recognition_enroll").process_docs([])

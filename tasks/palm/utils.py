@@ -166,11 +166,13 @@ def _enrollment_clips(path: str) -> dict[str, list[dict]]:
     (audio kept encoded: ``{"bytes", "path"}``)."""
     import datasets
 
-    from lalm_eval.errors import ConfigError
+    from lalm_eval.errors import ConfigError, LalmEvalError
     from lalm_eval.hub.load import load_dataset_fresh
 
     try:
         table = load_dataset_fresh(path, ENROLLMENT_CONFIG, split=ENROLLMENT_SPLIT)
+    except LalmEvalError:  # the loader names the folder, the missing config and the fix
+        raise
     except ValueError as exc:  # no such config (a build from before it, or another dataset)
         raise ConfigError(
             f"{path}: no {ENROLLMENT_CONFIG!r} config to take reference clips from ({exc}); "

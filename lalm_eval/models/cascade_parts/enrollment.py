@@ -33,7 +33,7 @@ import numpy as np
 
 from lalm_eval.audio.augment import AugmentationConfig, apply_augmentation, sample_augmentation
 from lalm_eval.audio.io import TARGET_SR, audio_hash, read_audio
-from lalm_eval.errors import ConfigError
+from lalm_eval.errors import ConfigError, LalmEvalError
 from lalm_eval.metrics.verification import equal_error_rate, pair_scores
 from lalm_eval.models.cascade_parts.segmentation import (
     SegmenterConfig,
@@ -100,14 +100,20 @@ def _from_dataset(path: str) -> list[EnrollmentClip]:
 
     try:
         ds = load_dataset_fresh(path, "enrollment", split="train")
+    except LalmEvalError:  # the loader names the folder, what is missing there and the fix
+        raise
     except Exception as exc:  # the message of datasets says what was missing
         raise ConfigError(
-            f"enrollment {path!r}: neither speaker folders <dir>/<Name>/*.wav|flac|ogg|opus nor a "
-            f"dataset with an 'enrollment' config and a 'train' split ({type(exc).__name__}: {exc})"
+            f"model arg enrollment={path}: neither speaker folders <dir>/<Name>/*.wav|flac|ogg|opus nor a "
+            f"dataset with an 'enrollment' config and a 'train' split ({type(exc).__name__}: {exc}); "
+            "give a built PALM-Bench folder or one folder of reference clips per speaker"
         ) from exc
     missing = {"name", "audio"} - set(ds.column_names)
     if missing:
-        raise ConfigError(f"enrollment {path!r}: config 'enrollment' lacks column(s) {sorted(missing)}")
+        raise ConfigError(
+            f"model arg enrollment={path}: config 'enrollment' lacks column(s) {sorted(missing)}; "
+            "rebuild the dataset with the current builder"
+        )
     ds = ds.cast_column("audio", datasets.Audio(decode=False))
     clips = []
     for i, row in enumerate(ds):
