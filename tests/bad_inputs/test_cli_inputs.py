@@ -543,41 +543,62 @@ def _answers(folder: Path) -> list:
     return [(row["doc_id"], row["response"]) for row in map(json.loads, path.read_text().splitlines())]
 
 
-def test_kill9_during_a_run_resumes(tmp_path):
+@pytest.fixture(scope="module")
+def killed(tmp_path_factory):
+    """The two ``kill -9`` cases' first commands, started together (their interpreter start-up,
+    most of their cost, overlaps on two cores) and each killed at its own point: a run once an
+    answer is in the response cache, a training once its first checkpoint is complete. The run
+    uninterrupted is made here meanwhile, in this process."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    root = tmp_path_factory.mktemp("killed")
+    n = 5  # enough that the kill lands mid-run on a fast machine too (a doc: one 30-s mel window)
+    data = write_dataset(root / "ds5", {"test": n})
+    folder = task_folder(root, (f"dataset_path: {SHARED['ds']}", f"dataset_path: {data}"), name="run_tasks")
+    run = ["--model", "qwen2_audio", "--model_args", f"pretrained={SHARED['tiny']}", "--tasks", "tt"]
+    run += ["--include_path", str(folder), "--stream_chunk", "1", "--log_samples"]
+    run += ["--cache_dir", str(root / "cache"), "--output_path", str(root / "out")]
+    db = root / "cache" / "responses.sqlite"
+    out = root / "trained"
+    train = train_argv(root, "--max_steps", "4", "--save_steps", "1", "--limit", "1", out=out)
+    first = out / "checkpoints" / "checkpoint-1" / "trainer_state.json"
+    elsewhere = {str(root / "cache"): str(root / "cache2"), str(root / "out"): str(root / "whole")}
+    with ThreadPoolExecutor(2) as pool:
+        kills = [
+            pool.submit(run_killed, CLI, run, lambda: _rows(db) >= 1),
+            pool.submit(run_killed, CLI, train, first.is_file),
+        ]
+        # meanwhile, here: the same run uninterrupted, on a cache and output folder of its own
+        whole = run_cli(CLI, [elsewhere.get(a, a) for a in run])
+        for kill in kills:
+            kill.result()
+    assert whole.rc == 0, whole.err[-2000:]
+    return {"root": root, "n": n, "run": run, "done": _rows(db), "train": train, "out": out}
+
+
+def test_kill9_during_a_run_resumes(killed):
     """``kill -9`` once some answers are in the response cache; the same command again answers
     those from the cache, generates only the rest (hits + misses = docs) and ends with the results
     of an uninterrupted run."""
-    n = 3  # each doc costs the tiny model a 30-s mel window (~0.5 s on 2 cores)
-    data = write_dataset(tmp_path / "ds3", {"test": n})
-    folder = task_folder(tmp_path, (f"dataset_path: {SHARED['ds']}", f"dataset_path: {data}"))
-    argv = ["--model", "qwen2_audio", "--model_args", f"pretrained={SHARED['tiny']}", "--tasks", "tt"]
-    argv += ["--include_path", str(folder), "--stream_chunk", "1", "--log_samples"]
-    cache, out = tmp_path / "cache", tmp_path / "out"
-    db = cache / "responses.sqlite"
-    run_killed(CLI, [*argv, "--cache_dir", cache, "--output_path", out], when=lambda: _rows(db) >= 1)
-    done = _rows(db)
+    root, n, argv, done = killed["root"], killed["n"], killed["run"], killed["done"]
+    out = root / "out"
     assert 1 <= done < n and not list(out.glob("results_*.json"))  # killed mid-run, nothing claimed finished
-    again = run_cli(CLI, [*argv, "--cache_dir", cache, "--output_path", out])
+    again = run_cli(CLI, argv)
     assert again.rc == 0, again.err[-2000:]
     hits, misses, calls = map(
         int, re.search(r"cache: (\d+) hits, (\d+) misses; model calls: (\d+)", again.out).groups()
     )
     assert (hits, misses, calls) == (done, n - done, n - done)  # nothing computed twice, nothing lost
-    whole = run_cli(CLI, [*argv, "--cache_dir", tmp_path / "cache2", "--output_path", tmp_path / "whole"])
-    assert whole.rc == 0, whole.err[-2000:]
-    assert _answers(out) == _answers(tmp_path / "whole")
-    results = [json.loads(next(f.glob("results_*.json")).read_text())["results"] for f in (out, tmp_path / "whole")]
+    assert _answers(out) == _answers(root / "whole")
+    results = [json.loads(next(f.glob("results_*.json")).read_text())["results"] for f in (out, root / "whole")]
     assert results[0] == results[1]
 
 
-def test_kill9_during_training_resumes(tmp_path):
-    """``kill -9`` after the first checkpoints: ``train_info.json`` does not claim a finished
+def test_kill9_during_training_resumes(killed):
+    """``kill -9`` after the first checkpoint: ``train_info.json`` does not claim a finished
     training; ``--resume_from_checkpoint`` continues from the last complete checkpoint, and one
     left half-written (a kill during its save) is set aside, never resumed from."""
-    out = tmp_path / "trained"
-    argv = train_argv(tmp_path, "--max_steps", "3", "--save_steps", "1", "--limit", "1", out=out)
-    first = out / "checkpoints" / "checkpoint-1" / "trainer_state.json"
-    run_killed(CLI, argv, when=first.is_file)
+    out, argv = killed["out"], killed["train"]
     info = json.loads((out / "train_info.json").read_text())
     assert info["status"] == "incomplete" and "resume_from_checkpoint" in info["note"]
     half = out / "checkpoints" / "checkpoint-99"  # what a kill during a save leaves: no trainer_state.json
@@ -586,6 +607,6 @@ def test_kill9_during_training_resumes(tmp_path):
     again = run_cli(CLI, [*argv, "--resume_from_checkpoint"])
     assert again.rc == 0, again.err[-2000:]
     info = json.loads((out / "train_info.json").read_text())
-    assert info["status"] == "finished" and info["global_step"] == 3 and info["resumed_from_step"] >= 1
+    assert info["status"] == "finished" and info["global_step"] == 4 and info["resumed_from_step"] >= 1
     assert info["incomplete_checkpoints_set_aside"] == ["incomplete-checkpoint-99"]
     assert (out / "checkpoints" / "incomplete-checkpoint-99").is_dir() and (out / "adapter_model.safetensors").is_file()
