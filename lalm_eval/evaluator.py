@@ -86,7 +86,7 @@ def decode_audio(value) -> np.ndarray:
         return read_audio(value["path"])[0]
     raise AudioError(
         f"audio value: cannot decode a {type(value).__name__}; doc_to_audio must give an Audio column's "
-        "value ({bytes, path}), an array or a file path"
+        "value ({bytes, path}) or an array of samples"
     )
 
 
