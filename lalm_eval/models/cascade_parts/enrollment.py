@@ -106,7 +106,7 @@ def _from_dataset(path: str) -> list[EnrollmentClip]:
         raise ConfigError(
             f"model arg enrollment={path}: neither speaker folders <dir>/<Name>/*.wav|flac|ogg|opus nor a "
             f"dataset with an 'enrollment' config and a 'train' split ({type(exc).__name__}: {exc}); "
-            "give a built PALM-Bench folder or one folder of reference clips per speaker"
+            "give a built dataset folder with that config, or one folder of reference clips per speaker"
         ) from exc
     missing = {"name", "audio"} - set(ds.column_names)
     if missing:
