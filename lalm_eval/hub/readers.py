@@ -237,13 +237,21 @@ BOMS = (
 
 def read_text(path, encoding: str = "utf-8") -> str:
     """The text of a corpus file without its byte-order mark: a UTF-8/16/32 BOM picks that
-    encoding (and is dropped), else ``encoding``; a stray BOM inside the text is dropped too.
-    Raises ``OSError`` / ``UnicodeDecodeError``."""
+    encoding (and is dropped); else UTF-8, and a file that is not valid UTF-8 is decoded as
+    ``encoding`` (so a corpus mixing UTF-8 and GBK files reads with ``encoding=gbk``, each file
+    decoded as what it is). A stray BOM inside the text is dropped too. Raises ``OSError`` /
+    ``UnicodeDecodeError``."""
     raw = Path(path).read_bytes()
     for bom, name in BOMS:
         if raw.startswith(bom):
             return raw[len(bom) :].decode(name).replace("\ufeff", "")
-    return raw.decode(encoding).replace("\ufeff", "")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        if codecs.lookup(encoding).name == "utf-8":
+            raise
+        text = raw.decode(encoding)
+    return text.replace("\ufeff", "")
 
 
 def unreadable_text(what: str, exc: Exception, encoding: str = "utf-8") -> str:
@@ -268,6 +276,6 @@ def check_encoding(encoding) -> str:
     except LookupError:
         raise ConfigError(
             f"--corpus-option encoding: {encoding!r} is not a text encoding Python knows; "
-            "use a codec name such as utf-8, gbk or latin-1"
+            "use a codec name such as utf-8, gbk, gb18030 or latin-1"
         ) from None
     return str(encoding)

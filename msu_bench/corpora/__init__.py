@@ -38,7 +38,6 @@ templates exist in (``en``, ``zh``).
 
 from __future__ import annotations
 
-import codecs
 import difflib
 import math
 import re
@@ -81,14 +80,6 @@ def read_embedded(corpus_dir=None) -> ReadReport:
 TAG = re.compile(r"\[[^\]]*\]")
 GENDERS = {"f": "female", "female": "female", "女": "female", "m": "male", "male": "male", "男": "male"}
 LANGUAGES = ("en", "zh")  # the languages MSU's templates and inference prompts exist in
-#: byte-order marks, longest first (a UTF-32-LE mark starts like a UTF-16-LE one)
-BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32-le"),
-    (codecs.BOM_UTF32_BE, "utf-32-be"),
-    (codecs.BOM_UTF8, "utf-8"),
-    (codecs.BOM_UTF16_LE, "utf-16-le"),
-    (codecs.BOM_UTF16_BE, "utf-16-be"),
-)
 END_TOLERANCE_S = 0.01  # a turn may end this much past the audio (rounding of the annotation)
 
 
@@ -100,48 +91,6 @@ def strip_tags(text: str) -> str:
 def normalize_gender(value) -> str | None:
     """``F``/``female``/``女`` -> ``"female"``, ``M``/``male``/``男`` -> ``"male"``, else ``None``."""
     return GENDERS.get(str(value).strip().lower()) if value is not None else None
-
-
-def read_text(path, encoding: str = "utf-8") -> str:
-    """The text of a corpus file without its byte-order mark: a UTF-8/16/32 BOM picks that
-    encoding; else UTF-8, and a file that is not valid UTF-8 is decoded as ``encoding`` (so a
-    corpus mixing UTF-8 and GBK files reads with ``encoding=gbk``, each file decoded once, as
-    what it is). Raises ``OSError`` / ``UnicodeDecodeError``."""
-    raw = Path(path).read_bytes()
-    for bom, name in BOMS:
-        if raw.startswith(bom):
-            return raw[len(bom) :].decode(name)
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        if codecs.lookup(encoding).name == "utf-8":
-            raise
-        return raw.decode(encoding)
-
-
-def unreadable(what: str, exc: Exception, encoding: str = "utf-8") -> str:
-    """The skip reason of a text file that could not be read; a decoding error names the option
-    that reads the file (``--corpus-option encoding=gbk`` for GBK, the usual culprit)."""
-    if isinstance(exc, UnicodeDecodeError):
-        hint = (
-            "if it is GBK-encoded (common in Chinese corpora), read it with --corpus-option encoding=gbk"
-            if codecs.lookup(encoding).name != "gbk"
-            else "give its encoding with --corpus-option encoding=NAME"
-        )
-        return f"unreadable {what}: not {encoding} text ({exc.reason} at byte {exc.start}), {hint}"
-    return f"unreadable {what} ({type(exc).__name__}: {exc})"
-
-
-def check_encoding(encoding) -> str:
-    """``encoding`` if Python has a codec of that name, else a :class:`ConfigError`."""
-    try:
-        codecs.lookup(str(encoding))
-    except LookupError:
-        raise ConfigError(
-            f"--corpus-option encoding: {encoding!r} is not a text encoding Python knows; "
-            "use a codec name such as utf-8, gbk or gb18030"
-        ) from None
-    return str(encoding)
 
 
 def check_language(language, corpus: str) -> str:

@@ -44,17 +44,14 @@ from praatio.utilities.errors import PraatioException
 from praatio.utilities.textgrid_io import parseTextgridStr
 
 from lalm_eval.errors import DataError
-from lalm_eval.hub.readers import Skip
+from lalm_eval.hub.readers import Skip, check_encoding, read_text, unreadable_text
 from msu_bench.corpora import (
-    check_encoding,
     check_language,
     check_option,
     make_conversation,
     normalize_gender,
-    read_text,
     require_dir,
     require_some,
-    unreadable,
 )
 from msu_bench.types import ReadReport, SpeakerInfo
 
@@ -147,7 +144,7 @@ def _read_session(
         try:
             tiers = read_textgrid(grid, encoding)
         except PARSE_ERRORS as exc:
-            skipped.append(Skip(str(grid), unreadable("TextGrid", exc, encoding)))
+            skipped.append(Skip(str(grid), unreadable_text("TextGrid", exc, encoding)))
             continue
         readable += 1
         if file_speaker is not None:

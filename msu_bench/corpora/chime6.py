@@ -38,17 +38,14 @@ from collections import Counter
 from pathlib import Path
 
 from lalm_eval.errors import DataError
-from lalm_eval.hub.readers import Skip
+from lalm_eval.hub.readers import Skip, check_encoding, read_text, unreadable_text
 from msu_bench.corpora import (
-    check_encoding,
     check_language,
     check_option,
     make_conversation,
-    read_text,
     require_dir,
     require_some,
     strip_tags,
-    unreadable,
 )
 from msu_bench.types import ReadReport, SpeakerInfo
 
@@ -118,7 +115,7 @@ def _read_session(
         if not isinstance(segments, list):
             raise ValueError(f"expected a JSON list of segments, found a {type(segments).__name__}")
     except (OSError, UnicodeError, ValueError) as exc:
-        skipped.append(Skip(str(path), unreadable("transcription", exc, encoding)))
+        skipped.append(Skip(str(path), unreadable_text("transcription", exc, encoding)))
         return None
     turns, refs = [], Counter()
     for i, seg in enumerate(segments):

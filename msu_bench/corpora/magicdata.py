@@ -31,17 +31,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from lalm_eval.hub.readers import Skip
+from lalm_eval.hub.readers import Skip, check_encoding, read_text, unreadable_text
 from msu_bench.corpora import (
-    check_encoding,
     check_language,
     make_conversation,
     normalize_gender,
-    read_text,
     require_dir,
     require_some,
     strip_tags,
-    unreadable,
 )
 from msu_bench.types import ReadReport, SpeakerInfo
 
@@ -69,7 +66,7 @@ def _read_conversation(path: Path, wav_dir: Path, info: dict, language: str, ski
     try:
         lines = read_text(path, encoding).splitlines()
     except (OSError, UnicodeError) as exc:
-        skipped.append(Skip(str(path), unreadable("transcript", exc, encoding)))
+        skipped.append(Skip(str(path), unreadable_text("transcript", exc, encoding)))
         return None
     turns, speakers = [], {}
     for number, line in enumerate(lines, 1):
@@ -122,7 +119,7 @@ def _read_spkinfo(path: Path, skipped: list, encoding: str = "utf-8") -> dict[st
     try:
         rows = [line.split("\t") for line in read_text(path, encoding).splitlines()]
     except (OSError, UnicodeError) as exc:
-        skipped.append(Skip(str(path), unreadable("speaker info", exc, encoding)))
+        skipped.append(Skip(str(path), unreadable_text("speaker info", exc, encoding)))
         return {}
     info = {}
     for number, row in enumerate(rows[1:], 2):  # header line first

@@ -52,16 +52,13 @@ from pathlib import Path
 import yaml
 
 from lalm_eval.errors import ConfigError, DataError
-from lalm_eval.hub.readers import Skip
+from lalm_eval.hub.readers import Skip, check_encoding, read_text, unreadable_text
 from msu_bench.corpora import (
     LANGUAGES,
-    check_encoding,
     check_language,
     make_conversation,
-    read_text,
     require_dir,
     require_some,
-    unreadable,
 )
 from msu_bench.types import ReadReport
 
@@ -210,7 +207,7 @@ def _read_rttm(path: Path, skipped: list, encoding: str = "utf-8") -> list[tuple
     try:
         lines = read_text(path, encoding).splitlines()
     except (OSError, UnicodeError) as exc:
-        skipped.append(Skip(str(path), unreadable("RTTM", exc, encoding)))
+        skipped.append(Skip(str(path), unreadable_text("RTTM", exc, encoding)))
         return []
     segments, seen = [], {}
     ids = [f[1] for f in (line.split() for line in lines) if len(f) > 1 and f[0] == "SPEAKER"]
@@ -264,7 +261,7 @@ def _read_transcript(rttm: Path, skipped: list, encoding: str = "utf-8") -> list
             reader = csv.DictReader(io.StringIO(text, newline=""))
             rows = [(f"{path}:{reader.line_num}", r) for r in reader]
     except (OSError, UnicodeError, ValueError, TypeError, csv.Error) as exc:
-        skipped.append(Skip(str(path), unreadable("transcript", exc, encoding)))
+        skipped.append(Skip(str(path), unreadable_text("transcript", exc, encoding)))
         return []
     turns = []
     for where, row in rows:
