@@ -168,15 +168,6 @@ class ReplyRecorder:
         return describe_reply(self.last, expected)
 
 
-def redirect_loop(exc: BaseException, recorder: ReplyRecorder) -> str | None:
-    """The failure message of a reply that redirected too often (a loop), or None."""
-    if find_cause(exc, "TooManyRedirects") is None:  # httpx's or httpx2's, whichever the SDK uses
-        return None
-    last = recorder.last
-    where = f" (last Location: {redaction.redact(last.location)})" if last is not None and last.location else ""
-    return f"the server redirected too many times{where}, a redirect loop"
-
-
 @dataclasses.dataclass
 class Reply:
     """What one provider call gave: text, or a failure kind (refusal/content_filter/error)."""
@@ -188,6 +179,26 @@ class Reply:
     failure: str | None = None
     detail: str = ""
     extra: dict = dataclasses.field(default_factory=dict)  # more meta (e.g. Gemini thoughts)
+
+
+def redirect_loop(exc: BaseException, recorder: ReplyRecorder) -> str | None:
+    """The failure message of a reply that redirected too often (a loop), or None."""
+    if find_cause(exc, "TooManyRedirects") is None:  # httpx's or httpx2's, whichever the SDK uses
+        return None
+    last = recorder.last
+    where = f" (last Location: {redaction.redact(last.location)})" if last is not None and last.location else ""
+    return f"the server redirected too many times{where}, a redirect loop"
+
+
+def transport_failure(exc: BaseException, recorder: ReplyRecorder) -> Reply | None:
+    """What a transport exception of an SDK call means, for both protocols: a reply over the size
+    cap is raised as its :class:`ReplyTooLarge`; a redirect loop is an ``error`` reply saying so;
+    anything else is None (the caller retries it as a connection failure)."""
+    too_big = find_cause(exc, ReplyTooLarge)
+    if too_big is not None:
+        raise too_big from None
+    loop = redirect_loop(exc, recorder)
+    return Reply(None, {}, None, None, "error", loop) if loop else None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -50,12 +50,10 @@ from lalm_eval.models.api_base import (
     GenParams,
     KeyRejected,
     Reply,
-    ReplyTooLarge,
     Retryable,
-    find_cause,
     message_parts,
     parse_retry_after,
-    redirect_loop,
+    transport_failure,
 )
 
 #: finish / block reasons that are the provider's filters (anything not listed and not normal is an error)
@@ -218,12 +216,9 @@ class GeminiAdapter(APIAdapter):
                 raise KeyRejected(exc.code, f"{exc.status}: {message}") from None
             raise BadRequest(exc.code, f"{exc.status}: {message}") from None
         except self._transport as exc:
-            too_big = find_cause(exc, ReplyTooLarge)
-            if too_big is not None:
-                raise too_big from None
-            loop = redirect_loop(exc, self.recorder)
-            if loop:
-                return Reply(None, {}, None, None, "error", loop)
+            failed = transport_failure(exc, self.recorder)
+            if failed is not None:
+                return failed
             kind = "timed out" if "Timeout" in type(exc).__name__ else "connection error"
             raise Retryable(f"{kind} ({type(exc).__name__}) after at most {self.timeout:g} s") from None
         except ValueError:  # the SDK could not decode the body

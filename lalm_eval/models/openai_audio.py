@@ -50,12 +50,10 @@ from lalm_eval.models.api_base import (
     BadRequest,
     GenParams,
     Reply,
-    ReplyTooLarge,
     Retryable,
-    find_cause,
     message_parts,
     parse_retry_after,
-    redirect_loop,
+    transport_failure,
 )
 
 SERVERS = ("openai", "compatible", "vllm")
@@ -165,12 +163,9 @@ class OpenAIAudioAdapter(APIAdapter):
         except openai.APITimeoutError:
             raise Retryable(f"timed out after {self.timeout:g} s") from None
         except openai.APIConnectionError as exc:
-            too_big = find_cause(exc, ReplyTooLarge)
-            if too_big is not None:
-                raise too_big from None
-            loop = redirect_loop(exc, self.recorder)
-            if loop:
-                return Reply(None, {}, None, None, "error", loop)
+            failed = transport_failure(exc, self.recorder)
+            if failed is not None:
+                return failed
             cause = exc.__cause__ or exc.__context__
             raise Retryable(
                 f"connection error: {exc}" + (f" ({type(cause).__name__}: {cause})" if cause else "")
