@@ -82,7 +82,7 @@ def missing_reasons(run: dict) -> dict[str, str]:
     out = {}
     for r in run["results"].values():
         for name, info in (r.get("metrics") or {}).items():
-            if info.get("missing"):
+            if isinstance(info, dict) and info.get("missing"):
                 out.setdefault(name, info["missing"])
     return out
 
@@ -93,6 +93,8 @@ def metric_details(run: dict) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     for task, r in run["results"].items():
         for name, info in (r.get("metrics") or {}).items():
+            if not isinstance(info, dict):
+                continue
             if info.get("backbone"):
                 out.setdefault(task, {})[name] = f"backbone {info['backbone']}"
             elif isinstance(info.get("judge"), dict):

@@ -6,68 +6,355 @@
     lalm-eval report results/* --layout palm_table1
     lalm-eval report results/* --layout msu_table4,msu_table6 --error_sample 200 --seed 0
 
-Each folder must hold a ``results_<stamp>.json`` and its ``samples_<task>_<stamp>.jsonl``
-(``--log_samples``); the newest results file of a folder is used. Runs of the forgetting checks
-(tasks with ``metadata.table: forgetting``) add PALM Table 4's table (:mod:`.forgetting`).
+Each folder holds ``results_<stamp>.json`` files and their ``samples_<task>_<stamp>.jsonl``
+(``--log_samples``). A folder is one model's runs, as lm-eval writes them: every task is taken
+from the newest results file that holds it (tasks run one at a time into one folder all count),
+and the report's "Runs" list says which file each task came from, which results were replaced by
+newer ones, and which files were left out (a run of another model than the newest file's).
+
+Each run's row label is its model (``config.model``); when two runs share a model (a base model
+and its fine-tunes) or a results file names none, every row is labelled by the shortest end of
+its folder's path that no other folder shares (``e1/qwen`` and ``e2/qwen``). A folder given twice
+is reported once. Tasks that declare no ``metadata.report`` (an older lalm-eval's results, a
+hand-made file, a task of your own) get a table of their task-level values. Runs of the
+forgetting checks (tasks with ``metadata.table: forgetting``) add PALM Table 4's table
+(:mod:`.forgetting`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from lalm_eval.errors import DataError
-from lalm_eval.jsonl import iter_jsonl
+from lalm_eval.errors import ConfigError, DataError
 from lalm_eval.report.assemble import metric_details, missing_reasons
+from lalm_eval.report.forgetting import TABLE as FORGETTING
 from lalm_eval.report.forgetting import forgetting_table
 from lalm_eval.report.layouts import LayoutIndex, render_reports, report_plots, tag_rows
-from lalm_eval.report.results import _safe_name, load_results, timestamp
+from lalm_eval.report.results import _safe_name, timestamp
+from lalm_eval.report.tables import DASH, _markdown
+
+RERUN = "rerun lalm-eval with --output_path this folder"
+# the per-task parts of a results document, merged task by task from the file that holds each task
+PER_TASK = ("results", "configs", "versions", "n-samples", "higher_is_better", "task_hashes", "metric_info")
+
+
+@dataclasses.dataclass
+class Run:
+    """One output folder: its tasks merged from its results files (``doc``: a results document),
+    the file each task came from, and what was replaced or left out."""
+
+    folder: Path
+    doc: dict
+    sources: dict[str, Path]
+    notes: list[str]
+    model: str | None
+    label: str = ""
+
+
+def results_files(folder: str | Path) -> list[Path]:
+    """The folder's ``results_*.json`` files, oldest first (their stamps sort as times)."""
+    files = sorted(p for p in Path(folder).glob("results_*.json") if p.is_file())
+    if not files:
+        nested = sorted(
+            p.name for p in Path(folder).iterdir() if p.is_dir() and any(p.glob("results_*.json"))
+        )  # lm-eval's layout: <output_path>/<model>/results_*.json
+        hint = f"its folders {', '.join(nested)} hold runs: give those folders" if nested else ""
+        raise DataError(
+            folder, f"no results_*.json here; {hint or 'run lalm-eval with --output_path to this folder first'}"
+        )
+    return files
 
 
 def latest_results(folder: str | Path) -> Path:
-    files = sorted(Path(folder).glob("results_*.json"))
-    if not files:
-        raise DataError(folder, "no results_*.json here; run lalm-eval with --output_path to this folder first")
-    return files[-1]
+    return results_files(folder)[-1]
 
 
-def load_run_rows(
-    folder: str | Path, index: LayoutIndex, label: str | None = None
-) -> tuple[dict[str, list[dict]], dict]:
-    """``({report: tagged scored sample rows}, metric_info)`` of a folder's newest run: the rows of
-    each task that declares ``metadata.report``, tagged as that report declares."""
-    path = latest_results(folder)
-    doc = load_results(path)
-    stamp = path.stem[len("results_") :]
-    model = label or str((doc.get("config") or {}).get("model"))
+def _kind(value) -> str:
+    return {list: "a JSON list", str: "a JSON string", type(None): "null", bool: "a JSON boolean"}.get(
+        type(value), "a JSON number"
+    )
+
+
+def read_results(path: str | Path) -> dict:
+    """A results file, checked as far as the report reads it: an object whose ``results`` maps each
+    task to its values and whose ``configs`` / ``config`` are objects; errors name the file and the
+    field and say what to do."""
+    fix = f"the file is damaged or not a results file of lalm-eval: {RERUN} or remove the file"
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise DataError(path, f"not UTF-8 text; {fix}") from None
+    except OSError as exc:
+        raise DataError(path, f"cannot read it ({exc.strerror or exc}); check the file's permissions") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(
+            path, f"invalid JSON ({exc.msg}): the file is cut short or damaged; {RERUN} or remove it", line=exc.lineno
+        ) from None
+    if not isinstance(doc, dict):
+        raise DataError(path, f"not a results object ({_kind(doc)}); {fix}")
+    if "results" not in doc:
+        raise DataError(path, f"no 'results' (task values) in it; {fix}", field="results")
+    for key in ("results", "configs", "config", *PER_TASK[2:]):
+        if doc.get(key) is not None and not isinstance(doc[key], dict):
+            raise DataError(path, f"must be an object, got {_kind(doc[key])}; {fix}", field=key)
+    for key in ("results", "configs", "higher_is_better", "metric_info"):
+        for task, entry in (doc.get(key) or {}).items():
+            if entry is not None and not isinstance(entry, dict):
+                raise DataError(path, f"must be an object, got {_kind(entry)}; {fix}", field=f"{key}.{task}")
+            meta = (entry or {}).get("metadata") if key == "configs" else None
+            if meta is not None and not isinstance(meta, dict):
+                raise DataError(path, f"must be an object, got {_kind(meta)}; {fix}", field=f"configs.{task}.metadata")
+    return doc
+
+
+def _model(doc: dict) -> str | None:
+    model = (doc.get("config") or {}).get("model")
+    return str(model) if model not in (None, "") else None
+
+
+def _identity(doc: dict) -> tuple:
+    config = doc.get("config") or {}
+    return (config.get("model"), config.get("model_args"))
+
+
+def load_run(folder: str | Path) -> Run:
+    """A folder's tasks, each from the newest results file that holds it; files of another model
+    (``config.model`` / ``model_args``) than the newest file's are left out, and said so."""
+    files = results_files(folder)
+    docs = {path: read_results(path) for path in files}
+    newest = files[-1]
+    chosen: dict[str, Path] = {}
+    notes: list[str] = []
+    for path in reversed(files):
+        this = docs[path]
+        if _identity(this) != _identity(docs[newest]):
+            notes.append(
+                f"left out: {path.name} (a run of {_model(this) or 'an unnamed model'}"
+                + (", other model_args" if _model(this) == _model(docs[newest]) else "")
+                + ", not of the newest file's model): give each model its own --output_path folder"
+            )
+            continue
+        replaced = [task for task in this["results"] if task in chosen]
+        chosen.update((task, path) for task in this["results"] if task not in chosen)
+        if replaced:
+            them = "it" if len(replaced) == 1 else "them"
+            notes.append(f"not used: {', '.join(replaced)} of {path.name} (a newer results file holds {them})")
+    # tasks in the order of the files (oldest first), then of each file
+    sources = {task: path for path in files for task in docs[path]["results"] if chosen.get(task) == path}
+    doc: dict = {"config": docs[newest].get("config") or {}, **{key: {} for key in PER_TASK}}
+    for task, path in sources.items():
+        for key in PER_TASK:
+            if task in (docs[path].get(key) or {}):
+                doc[key][task] = docs[path][key][task]
+    if not sources:
+        raise DataError(newest, f"holds no task results ('results' is empty); {RERUN} and --tasks", field="results")
+    if _model(doc) is None:
+        notes.append(f"{newest.name} names no model (no config.model): the row is labelled by its folder")
+    return Run(Path(folder), doc, sources, notes, _model(doc))
+
+
+def path_labels(folders: Sequence[Path]) -> list[str]:
+    """The shortest end of each folder's resolved path that no other folder's path ends with."""
+    parts = [Path(f).resolve().parts for f in folders]
+    labels = []
+    for i, mine in enumerate(parts):
+        for k in range(1, len(mine) + 1):
+            tail = mine[-k:]
+            if all(other[-k:] != tail for j, other in enumerate(parts) if j != i):
+                break
+        labels.append(str(Path(*tail)))
+    return labels
+
+
+def label_runs(runs: list[Run]) -> None:
+    """Each run's row label: its model, or (models shared or missing) its folder's path end."""
+    models = [r.model for r in runs]
+    by_path = path_labels([r.folder for r in runs])
+    named = [m for m in models if m is not None]
+    labels = by_path if len(set(named)) < len(named) else [m or p for m, p in zip(models, by_path)]
+    if len(set(labels)) < len(labels):  # a folder's path end equals another run's model
+        labels = by_path
+    for run, label in zip(runs, labels):
+        run.label = label
+
+
+def unique_folders(folders: Sequence[str | Path]) -> tuple[list[Path], list[str]]:
+    """The folders in the order given, each once (the same folder by another spelling too)."""
+    seen: dict[Path, Path] = {}
+    notes = []
+    for folder in map(Path, folders):
+        key = folder.resolve()
+        if key in seen:
+            same = "" if str(seen[key]) == str(folder) else f" (as {seen[key]})"
+            notes.append(f"{folder} was given twice{same}: reported once")
+            continue
+        seen[key] = folder
+    return list(seen.values()), notes
+
+
+def load_runs(folders: Sequence[str | Path]) -> tuple[list[Run], list[str]]:
+    unique, notes = unique_folders(folders)
+    runs = [load_run(f) for f in unique]
+    label_runs(runs)
+    return runs, notes
+
+
+def run_documents(folders: list[str | Path]) -> list[tuple[str, dict]]:
+    """``(label, results document)`` per folder (its tasks merged from its results files)."""
+    runs, _ = load_runs(folders)
+    return [(r.label, r.doc) for r in runs]
+
+
+def _sample_rows(path: Path, results: Path, task: str) -> list[dict]:
+    if not path.is_file():
+        raise DataError(
+            path,
+            f"sample log of {task} ({results.name}) missing; rerun lalm-eval with --log_samples "
+            f"(or move {results.name} out of the folder)",
+        )
+    rows = []
+    for lineno, raw in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise DataError(
+                path, f"invalid JSON ({exc.msg}): the log is cut short or damaged; {RERUN} --log_samples", line=lineno
+            ) from None
+        if not isinstance(row, dict):
+            raise DataError(
+                path, f"each line must be a JSON object, got {_kind(row)}; {RERUN} --log_samples", line=lineno
+            )
+        rows.append(row)
+    return rows
+
+
+def load_run_rows(run: Run, index: LayoutIndex) -> dict[str, list[dict]]:
+    """``{report: tagged scored sample rows}`` of a run: the rows of each task that declares
+    ``metadata.report``, read from the sample log beside the results file the task came from."""
     by_report: dict[str, list[dict]] = {}
-    for task in doc.get("results", {}):
-        meta = (doc.get("configs", {}).get(task) or {}).get("metadata") or {}
+    for task, source in run.sources.items():
+        meta = (run.doc["configs"].get(task) or {}).get("metadata") or {}
         if not meta.get("report"):
             continue
-        samples = Path(folder) / f"samples_{_safe_name(task)}_{stamp}.jsonl"
-        if not samples.is_file():
-            raise DataError(samples, "sample log missing: rerun lalm-eval with --log_samples")
+        stamp = source.stem[len("results_") :]
+        samples = source.parent / f"samples_{_safe_name(task)}_{stamp}.jsonl"
         by_report.setdefault(meta["report"], []).extend(
             tag_rows(
-                (row for _, row in iter_jsonl(samples)),
-                model=model,
+                _sample_rows(samples, source, task),
+                model=run.label,
                 task=task,
                 metadata=meta,
                 report=index.report(meta["report"]),
             )
         )
-    return by_report, doc.get("metric_info") or {}
+    return by_report
 
 
-def run_documents(folders: list[str | Path]) -> list[tuple[str, dict]]:
-    """``(label, newest results document)`` per folder; the label is the run's model, or the folder's
-    name when two runs share a model (a base model and its fine-tunes)."""
-    docs = [load_results(latest_results(f)) for f in folders]
-    labels = [str((d.get("config") or {}).get("model")) for d in docs]
-    if len(set(labels)) < len(labels):
-        labels = [Path(f).resolve().name for f in folders]
-    return list(zip(labels, docs))
+def _metric_of(key: str) -> tuple[str, str] | None:
+    """``"token_f1,none"`` → ``("token_f1", "none")``; None for alias, stderr and interval keys."""
+    metric, comma, filt = key.partition(",")
+    if not comma or metric.endswith(("_stderr", "_ci95")):
+        return None
+    return metric, filt
+
+
+def _plain_tasks(run: Run) -> list[str]:
+    """The run's tasks that no layout renders: no ``metadata.report`` and not a forgetting check."""
+    out = []
+    for task in run.doc["results"]:
+        meta = (run.doc["configs"].get(task) or {}).get("metadata") or {}
+        if not meta.get("report") and meta.get("table") != FORGETTING:
+            out.append(task)
+    return out
+
+
+def _cell(entry: dict, metric: str, filt: str) -> str:
+    v, ci = entry.get(f"{metric},{filt}"), entry.get(f"{metric}_ci95,{filt}")
+    if v is None:
+        return DASH
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return str(v)
+    ok = isinstance(ci, list) and len(ci) == 2 and all(isinstance(x, (int, float)) for x in ci)
+    return f"{v:.4f}" + (f" [{ci[0]:.4f}, {ci[1]:.4f}]" if ok else "")
+
+
+def task_level_table(runs: Sequence[Run], metrics: Sequence[str] | None = None) -> str:
+    """Markdown of the task-level values of the tasks no layout renders (``""`` when none)."""
+    columns: dict[tuple[str, str, str], str] = {}
+    for run in runs:
+        for task in _plain_tasks(run):
+            entry = run.doc["results"][task] or {}
+            for key in entry:
+                parsed = _metric_of(key)
+                if parsed is None or (metrics is not None and parsed[0] not in metrics):
+                    continue
+                name = parsed[0] + ("" if parsed[1] == "none" else f" ({parsed[1]})")
+                columns.setdefault((task, *parsed), f"{entry.get('alias') or task} · {name}")
+    if not columns:
+        return ""
+    body = [[run.label] + [_cell(run.doc["results"].get(task) or {}, m, f) for task, m, f in columns] for run in runs]
+    note = (
+        "These tasks declare no metadata.report (results of an older lalm-eval, a hand-made results file, "
+        "or a task of your own), so no report layout renders them: their task-level values from the "
+        "results files, as computed (not %), with the 95 % interval where the file has one."
+    )
+    header = ["Model"] + list(columns.values())
+    return "\n".join(["## Tasks without a report layout", "", _markdown(header, body), "", note]) + "\n"
+
+
+def runs_section(runs: Sequence[Run], notes: Sequence[str]) -> str:
+    """Which folder each row label is, the results file each task came from, what was left out."""
+    lines = ["## Runs", "", "Row label: folder (results file: its tasks in this report)."]
+    lines.append("")
+    for run in runs:
+        by_file: dict[Path, list[str]] = {}
+        for task, source in run.sources.items():
+            by_file.setdefault(source, []).append(task)
+        files = "; ".join(f"{p.name}: {', '.join(tasks)}" for p, tasks in sorted(by_file.items(), reverse=True))
+        lines.append(f"- {run.label}: {run.folder} ({files})")
+        lines += [f"  - {note}" for note in run.notes]
+    lines += [f"- {note}" for note in notes]
+    return "\n".join(lines) + "\n"
+
+
+def _check_metrics(metrics: Sequence[str] | None, runs: Sequence[Run], rows: dict[str, list[dict]]) -> None:
+    if metrics is None:
+        return
+    if not metrics:
+        raise ConfigError("--metrics: names no metric; give comma-separated metric names, e.g. --metrics token_f1,bleu")
+    have = {m for rs in rows.values() for r in rs for m in (r.get("metrics") or {})}
+    for run in runs:
+        for entry in run.doc["results"].values():
+            have |= {p[0] for p in map(_metric_of, entry or {}) if p}
+    for m in metrics:
+        if m not in have:
+            close = difflib.get_close_matches(m, sorted(have), n=3)
+            raise ConfigError(
+                f"--metrics: no run has a metric {m!r}"
+                + (f" (did you mean {', '.join(close)}?)" if close else "")
+                + f"; give metrics the runs have: {', '.join(sorted(have)) or 'none'}"
+            )
+
+
+def _check_layouts(layouts: Sequence[str] | None, index: LayoutIndex, rows: dict[str, list[dict]]) -> None:
+    for name in layouts or ():
+        lay = index.layout(name, flag="--layout")
+        if not rows.get(lay.report):
+            present = sorted(n for n, lay2 in index.layouts.items() if rows.get(lay2.report))
+            raise ConfigError(
+                f"--layout: no run given has a task of {name} (tasks with metadata.report {lay.report}); "
+                + (f"use one of the runs' layouts ({', '.join(present)}) or add" if present else "add")
+                + f" the folder of a run of {lay.report}'s tasks"
+                + ("" if present else ", or leave out --layout for the task-level values")
+            )
 
 
 def combine(
@@ -81,19 +368,23 @@ def combine(
 ) -> tuple[str, list[Path]]:
     """The combined Markdown (and, with ``output_path``, ``report_<stamp>.md`` plus plots).
     ``layouts``: layout names (default: each present report's defaults); ``error_sample``/``seed``:
-    the distribution layouts' sample of failed answers per group (default: all)."""
+    the distribution layouts' sample of failed answers per group (default: all). Every check of
+    the runs and the flags comes before anything is written."""
     index = LayoutIndex.load(include_paths)
-    labels = [label for label, _ in run_documents(folders)]
+    for name in layouts or ():
+        index.layout(name, flag="--layout")
+    runs, notes = load_runs(folders)
     by_report: dict[str, list[dict]] = {}
     info: dict = {}
-    for folder, label in zip(folders, labels):
-        run_rows, run_info = load_run_rows(folder, index, label)
-        for name, rows in run_rows.items():
+    for run in runs:
+        for name, rows in load_run_rows(run, index).items():
             by_report.setdefault(name, []).extend(rows)
-        for task, metrics_info in run_info.items():
+        for task, metrics_info in (run.doc.get("metric_info") or {}).items():
             info.setdefault(task, metrics_info)
-    pseudo = {"results": {task: {"metrics": m} for task, m in info.items()}}
-    text = "# lalm-eval: combined report\n\n" + render_reports(
+    _check_layouts(layouts, index, by_report)
+    _check_metrics(metrics, runs, by_report)
+    pseudo = {"results": {task: {"metrics": m} for task, m in info.items() if isinstance(m, dict)}}
+    tables = render_reports(
         by_report,
         index,
         layouts,
@@ -103,9 +394,15 @@ def combine(
         error_sample=error_sample,
         seed=seed,
     )
-    forgetting = forgetting_table(run_documents(folders)) if not layouts else ""
-    if forgetting:
-        text = text.rstrip("\n") + "\n\n" + forgetting + "\n"
+    extra = [] if layouts else [task_level_table(runs, metrics), forgetting_table([(r.label, r.doc) for r in runs])]
+    if not tables.strip() and not any(p.strip() for p in extra):
+        raise DataError(
+            next(iter(runs[0].sources.values())),
+            "no task of these runs has a value to report (no metric values, no report layout); "
+            f"{RERUN}, its tasks with a metric_list",
+        )
+    parts = ["# lalm-eval: combined report", runs_section(runs, notes), tables, *extra]
+    text = "\n\n".join(p.strip("\n") for p in parts if p.strip()) + "\n"
     files: list[Path] = []
     if output_path is not None:
         out, stamp = Path(output_path), timestamp()
@@ -115,3 +412,6 @@ def combine(
         files.append(report)
         files += report_plots(by_report, index, out, stamp)
     return text, files
+
+
+__all__ = ["combine", "latest_results", "load_run", "read_results", "run_documents"]

@@ -207,15 +207,17 @@ class LayoutIndex:
                 )
         return cls(reports, layouts)
 
-    def layout(self, name: str) -> Layout:
+    def layout(self, name: str, flag: str = "--layout") -> Layout:
+        """The layout ``name``; an unknown name is an error naming ``flag`` (what asked for it) and
+        the close names."""
         if name not in self.layouts:
             import difflib
 
             close = difflib.get_close_matches(name, self.layouts, n=3)
             raise ConfigError(
-                f"unknown report layout {name!r}"
+                f"{flag}: unknown report layout {name!r}"
                 + (f" (did you mean {', '.join(close)}?)" if close else "")
-                + f"; layouts: {', '.join(sorted(self.layouts))}"
+                + f"; pick one of {', '.join(sorted(self.layouts))}"
             )
         return self.layouts[name]
 
@@ -541,7 +543,9 @@ def render_layout(
     reasons of "—" cells, what each shown metric's numbers rest on: ``details`` {task: {metric:
     text}}, over the tasks of the layout's rows)."""
     spec, missing = layout.spec, dict(missing or {})
+    given = len(rows)
     rows = [r for r in rows if _matches(r, spec.get("where"))]
+    filtered_out = [] if rows or not given else [_where_note(spec["where"])]
     names = list(metrics) if metrics is not None else sorted({m for r in rows for m in (r.get("metrics") or {})})
     parts, notes = [f"## {layout.title}", ""], []
     used: list[str] = []
@@ -562,7 +566,7 @@ def render_layout(
                 parts += ([f"### {title}", ""] if title else []) + [table]
                 notes += [n for n in foot if n not in notes]
                 used += [s for s in shown if s not in used]
-    notes = list(spec.get("notes") or []) + notes
+    notes = list(spec.get("notes") or []) + filtered_out + notes
     tasks = list(dict.fromkeys(str(r.get("task_name")) for r in rows))
     for m in used:  # every distinct backbone / judge behind a shown metric, over the layout's tasks
         texts = list(dict.fromkeys(t for t in ((details or {}).get(task, {}).get(m) for task in tasks) if t))
@@ -572,6 +576,11 @@ def render_layout(
     if notes:
         text += "\n\n" + "  \n".join(notes)
     return text + "\n"
+
+
+def _where_note(where: Mapping) -> str:
+    takes = ", ".join(f"{f} {' or '.join(map(str, v if isinstance(v, list) else [v]))}" for f, v in where.items())
+    return f"{DASH}: no sample of the runs given is in this table (it takes the samples with {takes})."
 
 
 def render_reports(
