@@ -70,9 +70,9 @@ def add_llm_options(parser: argparse.ArgumentParser, purpose: str) -> None:
 def llm_from_args(args):
     if not args.llm:
         return None
-    from lalm_eval.llm import get_text_llm
+    from lalm_eval.llm.options import text_llm_from_flags  # every option checked, naming --llm-option
 
-    return get_text_llm(args.llm, **parse_key_values(args.llm_option, "--llm-option"))
+    return text_llm_from_flags(args.llm, args.llm_option)
 
 
 def add_push_command(sub) -> None:

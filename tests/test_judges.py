@@ -481,8 +481,10 @@ def test_judge_llm_from_spec(monkeypatch):
         {"model": "2024-05-13", "max_tokens": 64},
     )
     assert parse_judge_spec("hf:pretrained=/models/qwen") == ("hf", {"pretrained": "/models/qwen"})
-    hf = judge_llm_from_spec("hf:pretrained=/nonexistent/model,batch_size=4")  # built lazily: nothing loaded
+    hf = judge_llm_from_spec("hf:pretrained=Qwen/Qwen3-8B,batch_size=4")  # a Hub id: resolved, loaded on first use
     assert type(hf).__name__ == "TransformersChatLLM" and hf.batch_size == 4 and hf._model is None
+    with pytest.raises(ConfigError, match="--judge: pretrained '/nonexistent/model': no such folder"):
+        judge_llm_from_spec("hf:pretrained=/nonexistent/model,batch_size=4")  # checked now, not after generation
     for bad in ("", "model=x", "openai:model"):
         with pytest.raises(ConfigError):
             judge_llm_from_spec(bad)

@@ -37,9 +37,9 @@ __all__ = [
 ]
 
 CACHE_FILE = "judge_cache.sqlite"  # the file make_judge keeps in its cache_dir
-#: options whose values stay the literal text (never read as YAML: "model=2024-05-13" is a name)
-_STRING_OPTIONS = {"model", "base_url", "pretrained", "device", "dtype", "api_key"}
 PRESETS_FILE = Path(__file__).resolve().parent / "presets.yaml"
+FLAG = "--judge"
+_EXAMPLE = "openai:model=gpt-4o-mini,base_url=http://127.0.0.1:8000/v1"
 
 
 @lru_cache(maxsize=1)
@@ -58,45 +58,52 @@ def judge_presets() -> dict[str, dict]:
 
 def parse_judge_spec(spec: str) -> tuple[str, dict]:
     """``"backend:key=value,key=value"`` → ``(backend, {key: value})``. Values are read as YAML
-    (``concurrency=8`` → 8, ``temperature=0.0`` → 0.0) except the names in
-    :data:`_STRING_OPTIONS`, kept as text. A value cannot contain a comma."""
-    from lalm_eval.cli_support import parse_key_values
+    (``concurrency=8`` → 8, ``temperature=0.0`` → 0.0) except those of the text options
+    (:func:`lalm_eval.llm.options.text_option_names`: model, base_url, pretrained …), kept as
+    written. A value cannot contain a comma. Errors name ``--judge``."""
+    from lalm_eval.llm.options import read_items
 
     if not isinstance(spec, str) or not spec.strip():
-        raise ConfigError(
-            "judge spec must look like BACKEND[:key=value,...], e.g. "
-            "openai:model=gpt-4o-mini,base_url=http://127.0.0.1:8000/v1"
-        )
+        raise ConfigError(f"{FLAG}: the spec is empty; write it as BACKEND[:key=value,...], e.g. {_EXAMPLE}")
     backend, _, rest = spec.strip().partition(":")
     backend = backend.strip()
     if not backend or "=" in backend:
-        raise ConfigError(f"judge spec {spec!r}: must start with a backend name, e.g. 'openai:' or 'hf:'")
+        raise ConfigError(
+            f"{FLAG} {spec!r}: does not start with a backend or preset name; write it as BACKEND[:key=value,...], "
+            f"e.g. {_EXAMPLE}"
+        )
     items = [part.strip() for part in rest.split(",") if part.strip()] if rest.strip() else []
-    options = parse_key_values(items)
-    for item in items:
-        key, _, value = item.partition("=")
-        if key.strip() in _STRING_OPTIONS:
-            options[key.strip()] = value.strip()
-    return backend, options
+    return backend, read_items(items, FLAG)
 
 
 def judge_llm_from_spec(spec: str) -> TextLLM:
     """The text LLM a ``--judge`` spec names: ``openai:model=...,base_url=...,concurrency=8`` or
     ``hf:pretrained=/path/to/model,batch_size=8`` (any backend in ``TEXT_LLMS``; options are its
-    constructor's keyword arguments; the API key comes from ``OPENAI_API_KEY``, not the spec), or a
-    preset of :func:`judge_presets` (``palm_paper[:base_url=...]``), its options under the spec's."""
-    from lalm_eval.llm.base import TEXT_LLMS, get_text_llm
+    constructor's keyword arguments, each checked by kind and range, :mod:`lalm_eval.llm.options`;
+    the API key comes from ``OPENAI_API_KEY``, not the spec), or a preset of :func:`judge_presets`
+    (``palm_paper[:base_url=...]``), its options under the spec's. Every error names ``--judge``
+    and comes now, before any answer is generated."""
+    import difflib
+
+    from lalm_eval.errors import UnknownNameError
+    from lalm_eval.llm.base import TEXT_LLMS
+    from lalm_eval.llm.options import build_text_llm
 
     backend, options = parse_judge_spec(spec)
     presets = judge_presets()
-    if backend in presets and backend not in TEXT_LLMS:
+    if backend not in TEXT_LLMS:
+        if backend not in presets:
+            names = [*TEXT_LLMS.names(), *presets]
+            close = difflib.get_close_matches(backend, names, n=2)
+            hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+            raise UnknownNameError(
+                f"{FLAG}: unknown backend or preset {backend!r}{hint}; give a backend ({', '.join(TEXT_LLMS.names())}) "
+                f"or a preset ({', '.join(presets)})"
+            )
         preset = presets[backend]
         options = {**preset.get("options", {}), **options, "preset": backend}
         backend = preset["backend"]
-    try:
-        return get_text_llm(backend, **options)
-    except TypeError as exc:  # an option the backend does not take
-        raise ConfigError(f"judge spec {spec!r}: {exc}") from None
+    return build_text_llm(backend, options, FLAG)
 
 
 def make_judge(name: str, llm: TextLLM, cache_dir: str | Path | None = None, **kwargs) -> Judge:
