@@ -4,7 +4,11 @@ Checks the Python, torch (CPU/CUDA build, devices), torchcodec and FFmpeg (a one
 decode round trip, as ``datasets``' ``Audio`` feature does it), the core dependencies against this
 install's requirements, each extra and the adapters it enables (vLLM importable here and the
 platform it would start on, or the ``.venv-vllm`` of ``scripts/install_vllm.sh``; API keys present —
-their values are never printed), the cache directory and its size, and the task folders.
+their values are never printed), the cache directory (a file there, a file above it or a folder
+that cannot be written is FAIL, naming ``--cache_dir`` or ``LALM_EVAL_CACHE``) and its size, the
+task folders, and with ``--model_args`` those args as the run reads them (``k=v``, names the
+adapter takes, the folders ``pretrained`` / ``peft`` / ``soft_prompts`` / ``enrollment`` name:
+:func:`model_problems`, which ``lalm-eval check`` shares).
 
 Exit status: 0 when the core path works and everything ``--model`` / ``--tasks`` need is there;
 1 otherwise (each missing piece is named with its fix). Verdicts: ``ok``; ``missing`` (an optional
@@ -336,24 +340,35 @@ def _dir_size(path: Path) -> tuple[int, int]:
     return total, files
 
 
-def check_cache(cache_dir: Path) -> Line:
-    if not cache_dir.exists():
-        parent = next((p for p in cache_dir.parents if p.exists()), None)
-        writable = parent is not None and os.access(parent, os.W_OK)
+def check_cache(cache_dir: Path, source: str = "--cache_dir") -> Line:
+    """The cache folder (``source``: the flag or variable that chose it): FAIL when it is a file,
+    under a file, or cannot be written (a file is really made and removed there, or in the nearest
+    folder above it when it does not exist yet), as the run itself would find out."""
+    import tempfile
+
+    folder = Path(cache_dir).expanduser()
+    fix = f"point {source} at a folder you can write to (it is made when missing)"
+    for above in (folder, *folder.parents):
+        if above.exists() or above.is_symlink():
+            if not above.is_dir():
+                where = "is a file, not a folder" if above == folder else f"is under {above}, which is a file"
+                return Line(FAIL, "cache directory", f"{cache_dir} ({source}): {where}; {fix}")
+            probe = above
+            break
+    else:  # pragma: no cover - a path always has an existing root
+        probe = Path(folder.anchor or ".")
+    try:
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as exc:
+        where = "" if probe == folder else f" (its nearest existing folder {probe})"
         return Line(
-            OK if writable else FAIL,
-            "cache directory",
-            f"{cache_dir} (not created yet{'' if writable else '; its parent is not writable'})",
+            FAIL, "cache directory", f"{cache_dir} ({source}): cannot write there{where}: {exc.strerror or exc}; {fix}"
         )
-    size, files = _dir_size(cache_dir)
-    writable = os.access(cache_dir, os.W_OK)
-    return Line(
-        OK if writable else FAIL,
-        "cache directory",
-        f"{cache_dir}: {size / 1e6:.1f} MB in {files} files"
-        + ("" if writable else "; NOT writable")
-        + " (LALM_EVAL_CACHE moves it)",
-    )
+    if probe != folder:
+        return Line(OK, "cache directory", f"{cache_dir} (not created yet; {source} moves it)")
+    size, files = _dir_size(folder)
+    return Line(OK, "cache directory", f"{cache_dir}: {size / 1e6:.1f} MB in {files} files ({source} moves it)")
 
 
 def check_task_folders(include_paths) -> list[Line]:
@@ -393,6 +408,90 @@ def _needs_of_model(model: str, model_args: str) -> tuple[list[str], list[str], 
     return extra_modules, list(envs), None
 
 
+#: model args that name files or folders, and what each must be (checked by ``doctor`` and by
+#: ``check`` before anything runs; the run itself finds the same when it builds the model)
+PATH_ARGS = {
+    "pretrained": "a model folder (config.json and weights) or a Hub id",
+    "peft": "a peft adapter folder (adapter_config.json), as lalm-eval train writes",
+    "soft_prompts": "a soft-prompt folder (index.json), as lalm-eval train --recipe prompt_tuning writes",
+    "enrollment": "speaker folders or a build with an enrollment config (a folder or a Hub dataset id)",
+}
+
+
+def _path_arg_problem(key: str, value: str) -> str | None:
+    """What is wrong with the file argument ``key=value`` (:data:`PATH_ARGS`), or None."""
+    from lalm_eval.errors import LalmEvalError
+    from lalm_eval.llm.options import is_hub_id, model_folder_problem
+
+    path = Path(value).expanduser()
+    if key == "pretrained":
+        return model_folder_problem(value, chat_template=False)
+    if key == "peft":
+        if not path.is_dir():
+            return "is a file, not an adapter folder" if path.exists() else "no such folder"
+        return None if (path / "adapter_config.json").is_file() else "the folder has no adapter_config.json"
+    if key == "soft_prompts":
+        if not path.exists():
+            return "no such folder"
+        from lalm_eval.training.soft_prompts import soft_prompt_folder
+
+        try:
+            soft_prompt_folder(path)
+        except LalmEvalError:
+            return "the folder has no index.json (nor one in its soft_prompts/ folder)"
+        return None
+    if key == "enrollment" and not path.exists() and not is_hub_id(value):
+        return "no such folder (and not a Hub dataset id)"
+    return None
+
+
+def model_problems(
+    model: str, model_args: str, model_flag: str = "--model", args_flag: str = "--model_args"
+) -> list[str]:
+    """What the run would refuse in ``--model`` / ``--model_args``, checked without building the
+    model: the name, each argument (``k=v``, known to the adapter, the required ones there) and
+    the files they name (:data:`PATH_ARGS`); the required arguments only when some are given. Each problem one message in the project's shape,
+    ``<flag>: <what is wrong>; <how to fix>``; [] when there is none."""
+    import difflib
+    import inspect
+
+    from lalm_eval.cli import key_values
+    from lalm_eval.errors import ConfigError, UnknownNameError
+    from lalm_eval.models import MODELS
+
+    try:
+        cls = MODELS.get(model)
+    except UnknownNameError as exc:
+        return [f"{model_flag}: {exc}; give one of these names (plug-ins add more)"]
+    try:
+        values = key_values(model_args, args_flag)
+    except ConfigError as exc:
+        return [str(exc)]
+    signature = inspect.signature(cls.__init__)
+    params = {
+        n: p for n, p in signature.parameters.items() if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+    }
+    problems = []
+    if not any(p.kind == p.VAR_KEYWORD for p in signature.parameters.values()):
+        for key in values:
+            if key not in params:
+                close = difflib.get_close_matches(key, list(params), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                problems.append(
+                    f"{args_flag}: {model} takes no argument {key!r}{hint}; it takes: {', '.join(params) or 'none'}"
+                )
+    for name, p in params.items():  # (no args at all: `doctor --model X` asks what X needs installed)
+        if values and p.default is p.empty and name not in values and name not in ("cache_dir", "device"):
+            problems.append(f"{args_flag}: {model} needs {name}=...; add it, e.g. {args_flag} {name}=VALUE")
+    for key, what in PATH_ARGS.items():
+        value = values.get(key)
+        if key in params and value not in (None, ""):
+            problem = _path_arg_problem(key, str(value))
+            if problem:
+                problems.append(f"{args_flag}: {key}={value}: {problem}; give {what}")
+    return problems
+
+
 def run(args) -> tuple[list[Line], int]:
     lines = [check_python(), check_torch(), *check_codec(), *check_versions()]
     try:
@@ -403,13 +502,20 @@ def run(args) -> tuple[list[Line], int]:
     lines += list(extras.values())
     keys = check_keys()
     lines += keys
-    cache = Path(args.cache_dir) if args.cache_dir else _default_cache()
-    lines.append(check_cache(cache))
+    if args.cache_dir:
+        lines.append(check_cache(Path(args.cache_dir), "--cache_dir"))
+    else:
+        lines.append(check_cache(_default_cache(), "LALM_EVAL_CACHE"))
     lines += check_task_folders(args.include_path)
     if args.model:
         modules, envs, error = _needs_of_model(args.model, args.model_args)
         if error:
             lines.append(Line(FAIL, f"--model {args.model}", error))
+        else:
+            problems = model_problems(args.model, args.model_args)
+            lines += [Line(FAIL, "--model_args", p.removeprefix("--model_args: ")) for p in problems]
+            if args.model_args and not problems:
+                lines.append(Line(OK, "--model_args", f"{args.model_args} (names, and the files they name, checked)"))
         for module in modules:
             extras[EXTRA_OF_MODULE[module]].needed = True
         for line in keys:

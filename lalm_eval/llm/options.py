@@ -89,10 +89,25 @@ def _number(value: Any, whole: bool):
     return None
 
 
-def model_folder_problem(value: str) -> str | None:
+def is_hub_id(value: str) -> bool:
+    """Whether ``value`` (not an existing path) reads as a Hub repo id (``name`` or ``org/name``),
+    not as a local path (``/x``, ``./x``, ``~/x``, ``a/b/c``)."""
+    if value.startswith(("/", "./", "../", "~", ".\\")) or value in (".", "..") or value.count("/") > 1:
+        return False
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(value)
+    except HFValidationError:
+        return False
+    return True
+
+
+def model_folder_problem(value: str, chat_template: bool = True) -> str | None:
     """What is wrong with ``value`` as a model to load (a local folder or a Hub id), cheaply: the
-    folder exists and holds ``config.json``, weights and a chat template; a Hub id is well formed
-    (and in the Hub cache when ``HF_HUB_OFFLINE`` is set). None when nothing is wrong."""
+    folder exists and holds ``config.json``, weights and (``chat_template``) a chat template; a
+    Hub id is well formed (and in the Hub cache when ``HF_HUB_OFFLINE`` is set). None when
+    nothing is wrong."""
     path = Path(value).expanduser()
     if path.exists():
         if not path.is_dir():
@@ -102,23 +117,16 @@ def model_folder_problem(value: str) -> str | None:
             missing.append("config.json")
         if not any(path.glob("*.safetensors")) and not any(path.glob("*.bin")):
             missing.append("weights (*.safetensors or *.bin)")
-        if not _has_chat_template(path):
+        if chat_template and not _has_chat_template(path):
             missing.append("chat template")
         return f"the folder has no {', no '.join(missing)}" if missing else None
-    local = value.startswith(("/", "./", "../", "~", ".\\")) or value in (".", "..") or value.count("/") > 1
-    if not local:
-        from huggingface_hub import constants, try_to_load_from_cache
-        from huggingface_hub.utils import HFValidationError, validate_repo_id
+    if not is_hub_id(value):
+        return "no such folder (and not a Hub model id)"
+    from huggingface_hub import constants, try_to_load_from_cache
 
-        try:
-            validate_repo_id(value)
-        except HFValidationError:
-            local = True
-        else:
-            if constants.HF_HUB_OFFLINE and not isinstance(try_to_load_from_cache(value, "config.json"), str):
-                return "no such folder, and HF_HUB_OFFLINE is set while the Hub cache does not hold this model"
-            return None  # a Hub id: resolved (downloaded once) when first used
-    return "no such folder (and not a Hub model id)"
+    if constants.HF_HUB_OFFLINE and not isinstance(try_to_load_from_cache(value, "config.json"), str):
+        return "no such folder, and HF_HUB_OFFLINE is set while the Hub cache does not hold this model"
+    return None  # a Hub id: resolved (downloaded once) when first used
 
 
 def _has_chat_template(folder: Path) -> bool:
@@ -315,6 +323,7 @@ __all__ = [
     "build_text_llm",
     "check_options",
     "check_value",
+    "is_hub_id",
     "model_folder_problem",
     "read_items",
     "rules",
