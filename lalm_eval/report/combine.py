@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -161,7 +162,7 @@ def load_run(folder: str | Path) -> Run:
 
 def path_labels(folders: Sequence[Path]) -> list[str]:
     """The shortest end of each folder's resolved path that no other folder's path ends with."""
-    parts = [Path(f).resolve().parts for f in folders]
+    parts = [Path(os.path.abspath(f)).parts for f in folders]  # as given (a link's own name)
     labels = []
     for i, mine in enumerate(parts):
         for k in range(1, len(mine) + 1):
@@ -185,17 +186,18 @@ def label_runs(runs: list[Run]) -> None:
 
 
 def unique_folders(folders: Sequence[str | Path]) -> tuple[list[Path], list[str]]:
-    """The folders in the order given, each once (the same folder by another spelling too)."""
-    seen: dict[Path, Path] = {}
-    notes = []
+    """The folders in the order given, each once (the same folder by another spelling or through a
+    link too), and a note for each folder given more than once."""
+    seen: dict[Path, list[Path]] = {}
     for folder in map(Path, folders):
-        key = folder.resolve()
-        if key in seen:
-            same = "" if str(seen[key]) == str(folder) else f" (as {seen[key]})"
-            notes.append(f"{folder} was given twice{same}: reported once")
-            continue
-        seen[key] = folder
-    return list(seen.values()), notes
+        seen.setdefault(folder.resolve(), []).append(folder)
+    notes = []
+    for spellings in seen.values():
+        if len(spellings) > 1:
+            others = sorted({str(s) for s in spellings[1:]} - {str(spellings[0])})
+            also = f" (also as {', '.join(others)})" if others else ""
+            notes.append(f"{spellings[0]} was given {len(spellings)} times{also}: reported once")
+    return [spellings[0] for spellings in seen.values()], notes
 
 
 def load_runs(folders: Sequence[str | Path]) -> tuple[list[Run], list[str]]:
@@ -218,8 +220,14 @@ def _sample_rows(path: Path, results: Path, task: str) -> list[dict]:
             f"sample log of {task} ({results.name}) missing; rerun lalm-eval with --log_samples "
             f"(or move {results.name} out of the folder)",
         )
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise DataError(path, f"not UTF-8 text, the log is damaged; {RERUN} --log_samples") from None
+    except OSError as exc:
+        raise DataError(path, f"cannot read it ({exc.strerror or exc}); check the file's permissions") from None
     rows = []
-    for lineno, raw in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
+    for lineno, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
         try:
@@ -228,6 +236,13 @@ def _sample_rows(path: Path, results: Path, task: str) -> list[dict]:
             raise DataError(
                 path, f"invalid JSON ({exc.msg}): the log is cut short or damaged; {RERUN} --log_samples", line=lineno
             ) from None
+        if isinstance(row, dict) and not isinstance(row.get("metrics") or {}, dict):
+            raise DataError(
+                path,
+                f"must be an object of metric values, got {_kind(row['metrics'])}; {RERUN} --log_samples",
+                field="metrics",
+                line=lineno,
+            )
         if not isinstance(row, dict):
             raise DataError(
                 path, f"each line must be a JSON object, got {_kind(row)}; {RERUN} --log_samples", line=lineno
@@ -371,6 +386,10 @@ def combine(
     the distribution layouts' sample of failed answers per group (default: all). Every check of
     the runs and the flags comes before anything is written."""
     index = LayoutIndex.load(include_paths)
+    if layouts is not None and not layouts:
+        raise ConfigError(
+            f"--layout: names no layout; give comma-separated names of {', '.join(sorted(index.layouts))}"
+        )
     for name in layouts or ():
         index.layout(name, flag="--layout")
     runs, notes = load_runs(folders)
