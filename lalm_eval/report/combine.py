@@ -213,12 +213,11 @@ def run_documents(folders: list[str | Path]) -> list[tuple[str, dict]]:
     return [(r.label, r.doc) for r in runs]
 
 
-def _sample_rows(path: Path, results: Path, task: str) -> list[dict]:
+def _sample_rows(path: Path, results: Path, task: str, older: bool) -> list[dict]:
     if not path.is_file():
+        move = f" (or move {results.name}, an older run, out of the folder)" if older else ""
         raise DataError(
-            path,
-            f"sample log of {task} ({results.name}) missing; rerun lalm-eval with --log_samples "
-            f"(or move {results.name} out of the folder)",
+            path, f"sample log of {task} ({results.name}) missing; rerun lalm-eval with --log_samples{move}"
         )
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -263,7 +262,7 @@ def load_run_rows(run: Run, index: LayoutIndex) -> dict[str, list[dict]]:
         samples = source.parent / f"samples_{_safe_name(task)}_{stamp}.jsonl"
         by_report.setdefault(meta["report"], []).extend(
             tag_rows(
-                _sample_rows(samples, source, task),
+                _sample_rows(samples, source, task, older=source != max(run.sources.values())),
                 model=run.label,
                 task=task,
                 metadata=meta,

@@ -478,7 +478,7 @@ CASES = [
         "nu-report-older-task-without-sample-log",
         CLI,
         make=older_file_without_sample_log,
-        says=(f"samples_palm_recognition_{OLD}.jsonl", f"results_{OLD}.json", "--log_samples"),
+        says=(f"samples_palm_recognition_{OLD}.jsonl", f"results_{OLD}.json", "--log_samples", "an older run"),
     ),
     Case(
         "nu-report-lm-eval-nested-folders",
