@@ -25,10 +25,18 @@ tower stays 64 wide).
 
 from __future__ import annotations
 
+import contextlib
+import glob
+import json
+import logging
+import os
+import shutil
 from pathlib import Path
 
 from lalm_eval.errors import ConfigError
 from lalm_eval.models import _has_qwen3_omni
+
+log = logging.getLogger(__name__)
 
 TINY_ARCHS = ("qwen2_audio", "qwen2_5_omni") + (("qwen3_omni",) if _has_qwen3_omni() else ())
 SEED = 0
@@ -339,6 +347,10 @@ def make_tiny_model(
     a word-level tokenizer over those texts' words instead of the byte-level BPE.
     ``hidden_size`` (Qwen2-Audio only, a multiple of 8): the text model's width. The defaults
     build the default model, byte for byte as before.
+
+    ``out_dir`` must be new, empty or an earlier tiny model (its ``tiny_model.json``), which is
+    replaced; anything else is refused before any work (:func:`check_out_dir`). The model is
+    written beside it and renamed into place when complete (:func:`_staged`).
     """
     if arch not in TINY_ARCHS:
         raise ConfigError(f"unknown tiny model {arch!r}; choose one of {', '.join(TINY_ARCHS)}")
@@ -360,7 +372,7 @@ def make_tiny_model(
     if hidden_size is not None and (int(hidden_size) < 8 or int(hidden_size) % 8):
         raise ConfigError(f"make-tiny-model: --hidden-size must be a multiple of 8 (>= 8), got {hidden_size!r}")
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    final = check_out_dir(out, arch)
     extra = {
         k: v
         for k, v in dict(
@@ -370,5 +382,111 @@ def make_tiny_model(
         ).items()
         if v is not None
     }
-    _BUILDERS[arch](out, **extra)
+    made = {"made_by": MADE_BY, "arch": arch, "vocab": vocab, "head_dim": extra.get("head_dim")}
+    made["hidden_size"] = extra.get("hidden_size")
+    with _staged(final) as stage:
+        _BUILDERS[arch](stage, **extra)
+        made["files"] = sorted(str(p.relative_to(stage)) for p in stage.rglob("*") if p.is_file())
+        (stage / MARKER).write_text(json.dumps(made, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return out
+
+
+# -- the output folder: never a user's files overwritten, never a half-written model ---------------
+
+#: written last into every tiny model: a folder holding it may be replaced by a new tiny model
+MARKER = "tiny_model.json"
+MADE_BY = "lalm-eval make-tiny-model"
+STAGE_TAG, OLD_TAG = ".tiny-tmp-", ".tiny-old-"
+WHERE = "make-tiny-model OUT_DIR"
+
+
+def _tiny_model_files(folder: Path) -> set[str] | None:
+    """The files an earlier tiny model in ``folder`` wrote (its ``tiny_model.json``), or None."""
+    try:
+        made = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(made, dict) or made.get("made_by") != MADE_BY:
+        return None
+    return {*map(str, made.get("files") or []), MARKER}
+
+
+def check_out_dir(out: Path, arch: str) -> Path:
+    """The absolute final folder for a tiny model at ``out``, refusing (before anything is built)
+    a file, the current folder or one holding it (the model is renamed into place), and a folder
+    that holds anything but an earlier tiny model of this command (a user's files, a real model,
+    or files added to an earlier tiny model: they would be lost with it)."""
+    final = Path(os.path.abspath(out.expanduser()))
+    fix = f"give a new or empty folder, e.g. tiny-{arch}; nothing was written"
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{WHERE} {out}: is a file, not a folder; {fix}")
+    cwd = Path.cwd().resolve()
+    if out.exists() and (final.resolve() == cwd or final.resolve() in cwd.parents):
+        raise ConfigError(
+            f"{WHERE} {out}: is the current folder (or holds it), and the model is written beside it and renamed "
+            f"into place; {fix}"
+        )
+    if not out.is_dir():
+        return final
+    ours = _tiny_model_files(out)
+    if ours is None:  # the top level is enough to refuse (and cheap, whatever the folder is)
+        foreign = sorted(p.name + ("/" if p.is_dir() else "") for p in out.iterdir())
+    else:
+        present = (str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() or not any(p.iterdir()))
+        foreign = sorted(name for name in present if name not in ours)
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        what = "not empty" if ours is None else "a tiny model, but it also holds files the model did not write"
+        raise ConfigError(f"{WHERE} {out}: {what} ({shown}), which a tiny model would overwrite or remove; {fix}")
+    return final
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # someone else's live process
+        return True
+    return True
+
+
+def _clean_leftovers(final: Path) -> None:
+    """Remove what a killed ``make-tiny-model`` into ``final`` left beside it (its stage, or the
+    earlier model it had set aside), when that process is gone."""
+    for path in final.parent.glob(f"{glob.escape(final.name)}.tiny-*-*"):
+        tag, _, pid = path.name[len(final.name) :].rpartition("-")
+        if f"{tag}-" in (STAGE_TAG, OLD_TAG) and pid.isdigit() and not _alive(int(pid)):
+            log.info("removing %s, left by an interrupted make-tiny-model", path)
+            shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _staged(final: Path):
+    """Build into ``<final>.tiny-tmp-<pid>`` and rename it into place once complete; an earlier
+    tiny model there is set aside (``.tiny-old-<pid>``) until the new one is in, then removed. A
+    failure (or ``kill -9``) leaves ``final`` as it was; a kill's leftovers are removed by the
+    next run into the same folder."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    _clean_leftovers(final)
+    stage = final.parent / f"{final.name}{STAGE_TAG}{os.getpid()}"
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir()
+    try:
+        yield stage
+        old = final.parent / f"{final.name}{OLD_TAG}{os.getpid()}"
+        if final.is_dir() and not any(final.iterdir()):
+            final.rmdir()
+        had_old = final.exists()
+        if had_old:
+            os.rename(final, old)
+        try:
+            os.rename(stage, final)
+        except OSError:
+            if had_old:
+                os.rename(old, final)
+            raise
+        if had_old:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
