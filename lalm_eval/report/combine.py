@@ -13,9 +13,9 @@ and the report's "Runs" list says which file each task came from, which results 
 newer ones, and which files were left out (a run of another model than the newest file's).
 
 Each run's row label is its model (``config.model``); when two runs share a model (a base model
-and its fine-tunes) or a results file names none, every row is labelled by the shortest end of
-its folder's path that no other folder shares (``e1/qwen`` and ``e2/qwen``). A folder given twice
-is reported once. Tasks that declare no ``metadata.report`` (an older lalm-eval's results, a
+and its fine-tunes), every row is labelled by the shortest end of its folder's path that no other
+folder shares (``e1/qwen`` and ``e2/qwen``), and so is a run whose results name no model. A
+folder given twice is reported once. Tasks that declare no ``metadata.report`` (an older lalm-eval's results, a
 hand-made file, a task of your own) get a table of their task-level values. Runs of the
 forgetting checks (tasks with ``metadata.table: forgetting``) add PALM Table 4's table
 (:mod:`.forgetting`).
@@ -75,9 +75,14 @@ def latest_results(folder: str | Path) -> Path:
 
 
 def _kind(value) -> str:
-    return {list: "a JSON list", str: "a JSON string", type(None): "null", bool: "a JSON boolean"}.get(
-        type(value), "a JSON number"
-    )
+    kinds = {
+        dict: "a JSON object",
+        list: "a JSON list",
+        str: "a JSON string",
+        type(None): "null",
+        bool: "a JSON boolean",
+    }
+    return kinds.get(type(value), "a JSON number")
 
 
 def read_results(path: str | Path) -> dict:
