@@ -17,6 +17,7 @@ def _build(args) -> int:
     import logging
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    _check_flags(args)
     if args.mcq_dir and args.corpus is None:  # the authors' public release alone
         return _build_mcq(args)
     args.corpus = args.corpus or "embedded"
@@ -45,6 +46,24 @@ def _build(args) -> int:
     )
     print_folder_report("msu-bench", args.out, info)
     return 0
+
+
+def _check_flags(args) -> None:
+    """``--num_proc`` and the ``--llm`` backend name, before any folder is opened or anything read."""
+    from lalm_eval.errors import UnknownNameError
+    from lalm_eval.hub.export import check_num_proc
+
+    check_num_proc(args.num_proc)
+    if args.llm:
+        from lalm_eval.llm import TEXT_LLMS
+
+        if args.llm not in TEXT_LLMS:
+            try:
+                TEXT_LLMS.get(args.llm)  # its message: the names, and the close ones
+            except UnknownNameError as exc:
+                raise UnknownNameError(
+                    f"--llm {args.llm}: {exc}; give one of these backends (plug-ins add more)"
+                ) from None
 
 
 def _build_mcq(args) -> int:

@@ -273,18 +273,50 @@ def _question(q, meta: dict, level: int, lang: str, duration: float) -> dict:
     }
 
 
+def _wav_variants(path: Path) -> list[Path]:
+    """``path`` and its ``.wav`` suffix in the other spellings a copy may have (``.WAV``, ``.Wav``)."""
+    return [path.with_suffix(v) for v in (".wav", ".WAV", ".Wav")] if path.suffix.lower() == ".wav" else [path]
+
+
+def _source_index(root: Path, index: dict) -> list[Path]:
+    """Every file under a ``source_audio/`` folder at any depth, listed once per import."""
+    if "" not in index:
+        index[""] = [p for p in sorted(root.rglob("*")) if p.is_file() and "source_audio" in p.relative_to(root).parts]
+    return index[""]
+
+
 def _find_audio(root: Path, index: dict, hint, code: str, scenario: str, seg_id: str) -> tuple[Path | None, bool]:
     """The JSON's ``source_audio`` (relative to ``bench_<lang>``), ``source_audio/<scenario>/<wav>``
-    under ``bench_<lang>`` / the other language's folder / the root, else a search (then True)."""
+    under ``bench_<lang>`` / the other language's folder / the root, else a search (then True).
+    The ``.wav`` suffix matches in any case (``.WAV``)."""
     names = [seg_id, "__".join(seg_id.split("__")[:3])]  # the wav drops the "__idx..__t0-t1" window
-    rels = [hint] if isinstance(hint, str) and hint.endswith(".wav") else []
+    rels = [hint] if isinstance(hint, str) and hint.lower().endswith(".wav") else []
     rels += [f"source_audio/{scenario}/{n}.wav" for n in names]
     bases = [root / f"bench_{code}"] + [root / f"bench_{c}" for c in LANGUAGES if c != code] + [root]
-    hit = next((b / r for r in rels for b in bases if (b / r).is_file()), None)
-    if hit is None and "" not in index:  # every wav under a source_audio/ folder at any depth, listed once
-        index[""] = [p for p in sorted(root.rglob("*.wav")) if "source_audio" in p.relative_to(root).parts]
-    found = [] if hit else sorted((scenario not in p.parts, p) for p in index[""] if p.stem in names)
-    return (hit, False) if hit else (found[0][1], True) if found else (None, False)
+    hit = next((p for r in rels for b in bases for p in _wav_variants(b / r) if p.is_file()), None)
+    if hit is not None:
+        return hit, False
+    found = sorted(
+        (scenario not in p.parts, p)
+        for p in _source_index(root, index)
+        if p.suffix.lower() == ".wav" and p.stem in names
+    )
+    return (found[0][1], True) if found else (None, False)
+
+
+def _no_audio_reason(root: Path, index: dict, scenario: str, seg_id: str) -> str:
+    """Why no source wav was found: none of that name anywhere, or one in another format."""
+    wav = "__".join(seg_id.split("__")[:3])
+    other = [p for p in _source_index(root, index) if p.stem in (seg_id, wav) and p.suffix.lower() != ".wav"]
+    if other:
+        return (
+            f"no source audio: {other[0].relative_to(root).as_posix()} is there, but the release's audio is "
+            f"{wav}.wav (convert it to WAV)"
+        )
+    return (
+        f"no source audio: {wav}.wav is under no bench_<lang>/source_audio/{scenario}/ "
+        "(nor anywhere under source_audio/)"
+    )
 
 
 def _check_layout(root: Path) -> None:
@@ -367,7 +399,7 @@ def _read_file(root: Path, path: Path, code: str, wavs: dict, report: McqReport)
         if task is None
         else f"duplicate task file: same ids as {report.files.get(key)}"
         if key in report.files
-        else f"no source audio: {'__'.join(seg_id.split('__')[:3])}.wav not under bench_<lang>/source_audio/{scenario}/"
+        else _no_audio_reason(root, wavs, scenario, seg_id)
         if audio is None
         else None
     )
@@ -450,6 +482,23 @@ def import_summary(report: McqReport) -> dict:
         "by_task": dict(sorted(Counter(r["task"] for r in recs).items())),
         "by_scheme": dict(sorted(Counter(r["scheme"] for r in recs).items())),
     }
+
+
+def check_kept(summary: dict, mcq_dir) -> None:
+    """A :class:`ConfigError` naming ``--mcq-dir`` when the import keeps no question (an empty
+    ``mcq`` config is no benchmark): how many were read, the skips by reason and a few examples."""
+    if summary["questions_kept"]:
+        return
+    reasons = ", ".join(f"{k}: {v}" for k, v in summary["skipped_by_reason"].items())
+    uncounted = ", ".join(f"{n} file(s) {k}" for k, n in summary.get("uncounted_files_by_reason", {}).items())
+    why = " | ".join(x for x in (reasons, uncounted) if x) or "no question in the task files"
+    examples = " | ".join(f"{s['file']}: {s['reason']}" for s in summary["skips"][:1]).replace(";", ",")
+    raise ConfigError(
+        f"--mcq-dir {mcq_dir}: no question kept of the {summary['questions_read']} read ({why})"
+        + (f", e.g. {examples}" if examples else "")
+        + "; fix what the skip reasons name (each task file's wav belongs at "
+        "bench_<lang>/source_audio/<scenario>/<wav>.wav), or give --mcq-dir a complete copy of the release"
+    )
 
 
 def describe_import(summary: dict) -> str:

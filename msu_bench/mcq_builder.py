@@ -25,7 +25,7 @@ import numpy as np
 
 from lalm_eval.audio.io import TARGET_SR, encode_audio, read_audio, read_audio_span
 from lalm_eval.errors import ConfigError
-from msu_bench.mcq import McqReport, read_mcq_release
+from msu_bench.mcq import McqReport, check_kept, import_summary, read_mcq_release
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +114,9 @@ class MsuMcq(datasets.GeneratorBasedBuilder):
         data_dir = self.config.data_dir
         if not data_dir or not Path(data_dir).is_dir():
             raise ConfigError(f"MsuMcq needs data_dir=<local copy of the MSU-Benchmark release>, got {data_dir!r}")
+        # read here, where an error reaches the caller as it is (datasets wraps the generator's)
+        self.report = read_mcq_release(data_dir, tuple(self.config.languages))
+        check_kept(import_summary(self.report), data_dir)
         return [
             datasets.SplitGenerator(
                 name=datasets.Split.TEST, gen_kwargs={"data_dir": data_dir, "languages": tuple(self.config.languages)}
@@ -121,7 +124,8 @@ class MsuMcq(datasets.GeneratorBasedBuilder):
         ]
 
     def _generate_examples(self, data_dir, languages):
-        report = self.report = read_mcq_release(data_dir, languages)
+        report = self.report if self.report is not None else read_mcq_release(data_dir, languages)
+        self.report = report
         if report.skipped:
             log.warning(
                 "MSU-Benchmark: %d question(s) skipped (see build_info.json): %s%s",

@@ -10,7 +10,7 @@ import time
 from lalm_eval.hub.atomic import stage_report, staged_build
 from lalm_eval.hub.card import feature_rows, front_matter, render_card
 from lalm_eval.hub.export import export_builders, finish_folder
-from msu_bench.mcq import import_summary, read_mcq_release, release_data
+from msu_bench.mcq import check_kept, import_summary, read_mcq_release, release_data
 
 DEFAULT_OUT = "msu-bench-mcq"  # the msu_mcq tasks' dataset_path
 
@@ -45,6 +45,7 @@ def _build_mcq(stage, mcq_dir, repo_id, languages) -> dict:
 
     out_dir, t0 = stage.path, time.perf_counter()
     summary = mcq_summary(mcq_dir, languages)
+    check_kept(summary, mcq_dir)  # before any audio is read
     files, n = export_builders(
         lambda name, cache: MsuMcq(
             config_name=name, data_dir=str(mcq_dir), cache_dir=cache, languages=tuple(languages)

@@ -45,6 +45,7 @@ def _corpus_info(args) -> int:
 def _build(args) -> int:
     from lalm_eval.hub.atomic import print_folder_report, staged_build
 
+    _check_flags(args)
     # --out checked and its stage opened before anything is imported, read or planned
     with staged_build(args.out, "--out"):
         info = _build_into(args)
@@ -57,6 +58,24 @@ def _build(args) -> int:
     )
     print_folder_report("palm-bench", args.out, info)
     return 0
+
+
+def _check_flags(args) -> None:
+    """``--num_proc`` and the ``--llm`` backend name, before any folder is opened or anything read."""
+    from lalm_eval.errors import UnknownNameError
+    from lalm_eval.hub.export import check_num_proc
+
+    check_num_proc(args.num_proc)
+    if args.llm:
+        from lalm_eval.llm import TEXT_LLMS
+
+        if args.llm not in TEXT_LLMS:
+            try:
+                TEXT_LLMS.get(args.llm)  # its message: the names, and the close ones
+            except UnknownNameError as exc:
+                raise UnknownNameError(
+                    f"--llm {args.llm}: {exc}; give one of these backends (plug-ins add more)"
+                ) from None
 
 
 def _build_into(args) -> dict:
@@ -94,12 +113,13 @@ def _build_into(args) -> dict:
 
 
 def _export_sft(args) -> int:
-    from lalm_eval.hub.atomic import check_out_path
-    from palm_bench.sft_export import export_sft
+    from lalm_eval.hub.atomic import check_out_path, print_folder_report
+    from palm_bench.sft_export import check_request, export_sft
 
     check_out_path(args.out, "--out")  # before the tasks load and the dataset is opened (or built)
-
     tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
+    check_request(tasks, args.limit, args.prompt)  # --tasks / --limit, before anything is read
+
     info = export_sft(
         args.out,
         args.format,
@@ -115,6 +135,7 @@ def _export_sft(args) -> int:
         f"wrote {args.out}: {info['rows']} {args.format} examples ({info['jsonl']}), {info['audio_files']} audio "
         f"files; rows per task: {per_task}"
     )
+    print_folder_report("palm-bench", args.out, info)
     return 0
 
 

@@ -25,7 +25,30 @@ from palm_bench.corpus.embedded import Corpus
 
 
 def folder_size_bytes(folder: Path) -> int:
-    return sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file())
+    """Bytes of the files under ``folder``, symbolic links followed (a linked speaker folder or clip
+    counts as the reader reads it: its target's size), each file once (by device and inode), a
+    linked folder already on the current path (a loop) not entered again."""
+    import os
+
+    seen: set[tuple[int, int]] = set()
+    total = 0
+
+    def visit(path: str, chain: frozenset) -> None:
+        nonlocal total
+        for entry in os.scandir(path):
+            if entry.is_dir(follow_symlinks=True):
+                real = os.path.realpath(entry.path)
+                if real not in chain:
+                    visit(entry.path, chain | {real})
+            elif entry.is_file(follow_symlinks=True):
+                st = entry.stat(follow_symlinks=True)
+                if (st.st_dev, st.st_ino) not in seen:
+                    seen.add((st.st_dev, st.st_ino))
+                    total += st.st_size
+
+    if Path(folder).is_dir():
+        visit(str(folder), frozenset({os.path.realpath(folder)}))
+    return total
 
 
 def corpus_statistics(

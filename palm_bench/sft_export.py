@@ -10,7 +10,13 @@ Output folder::
     DIR/audio/<sha256[:16]>.wav    every distinct audio once (16 kHz mono PCM16; named by content)
     DIR/<split>.jsonl              one training example a line
     DIR/dataset_info.json          llamafactory only: the dataset's registration
-    DIR/export_info.json           format, tasks (with their task hashes), dataset, counts
+    DIR/export_info.json           format, tasks (with their task hashes), dataset, counts, kept_files
+
+The folder is written as a whole (:func:`lalm_eval.hub.atomic.staged_build` with
+:data:`~lalm_eval.hub.atomic.SFT_EXPORT`): into a temporary sibling that replaces it when complete.
+A rerun into the same folder replaces the earlier export's files (its JSONL, ``audio/``,
+``dataset_info.json``, ``export_info.json``), so no audio of an earlier, larger export is left
+behind; every other file in the folder is kept and listed (``kept_files``, and on stderr).
 
 One JSONL line (both formats)::
 
@@ -51,6 +57,10 @@ log = logging.getLogger(__name__)
 
 FORMATS = ("ms-swift", "llamafactory")
 PALM_TASKS = ("recognition", "captioning", "reasoning")
+#: what a PALM-Bench task declares (tasks/palm/_palm_base.yaml ``metadata.report``): its rows feed
+#: the PALM report, so they have PALM-Bench's columns
+PALM_REPORT = "palm_speakers"
+TASKS_FIX = "give recognition, captioning, reasoning or a palm_* task name (lalm-eval tasks lists them)"
 STRATEGIES = {"base": "", "hd": "_hd", "hd_cot": "_hd_cot", "ad": "_ad", "ad_cot": "_ad_cot"}
 AUDIO_TAG = "<audio>"
 LLAMAFACTORY_TAGS = {
@@ -70,6 +80,40 @@ def harness_task_names(tasks: tuple[str, ...], strategy: str = "base") -> list[s
     return [f"palm_{t}{STRATEGIES[strategy]}" if t in PALM_TASKS else t for t in tasks]
 
 
+def check_request(tasks: tuple[str, ...], limit, strategy: str = "base") -> list[str]:
+    """The harness task names of ``tasks``, after checking the flags that need no data: ``--tasks``
+    not empty and without repeats, ``--limit`` a whole number >= 1 (a :class:`ConfigError` naming
+    the flag and the fix)."""
+    tasks = tuple(t.strip() for t in tasks if t and t.strip())
+    if not tasks:
+        raise ConfigError(f"--tasks: names no task; {TASKS_FIX}, comma-separated, e.g. --tasks recognition,captioning")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ConfigError(
+            f"--limit: must be a whole number >= 1, got {limit!r}; give e.g. --limit 100, or leave it out for every row"
+        )
+    names = harness_task_names(tasks, strategy)
+    seen: dict[str, str] = {}
+    for given, name in zip(tasks, names):
+        if name in seen:
+            raise ConfigError(
+                f"--tasks: {given!r} and {seen[name]!r} are the same task ({name}), its rows would be exported "
+                "twice; give each task once"
+            )
+        seen[name] = given
+    return names
+
+
+def check_palm_task(task, name: str) -> None:
+    """A :class:`ConfigError` naming ``--tasks`` unless ``task`` is a PALM-Bench task (its YAML's
+    ``metadata.report`` is the PALM report): another benchmark's task reads other columns."""
+    report = (task.config.metadata or {}).get("report")
+    if report != PALM_REPORT:
+        raise ConfigError(
+            f"--tasks {name}: not a PALM-Bench task (its dataset_path is {task.config.dataset_path!r}, "
+            f"its report {report!r}), and export-sft exports PALM-Bench rows; {TASKS_FIX}"
+        )
+
+
 def export_sft(
     out_dir: str | Path,
     fmt: str,
@@ -83,20 +127,37 @@ def export_sft(
 ) -> dict:
     """Write the export (module docstring); returns ``export_info``. ``dataset`` replaces the tasks'
     ``dataset_path`` (the bare name ``palm-bench`` is ``./palm-bench`` or the embedded small preset,
-    built once, as in evaluation); ``limit`` caps the rows per task."""
-    from lalm_eval.evaluator import load_docs
-    from lalm_eval.hub.atomic import make_out_dir
-    from lalm_eval.tasks import Task, TaskManager
+    built once, as in evaluation); ``limit`` caps the rows per task. The folder is staged and
+    replaces an earlier export whole, other files kept (module docstring); without ``cache_dir``
+    the dataset cache is a temporary one inside the stage."""
+    from lalm_eval.hub.atomic import SFT_EXPORT, stage_report, staged_build
 
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
-    out = make_out_dir(out_dir, "--out").resolve()  # a file, under a file, unwritable: before any work
+    names = check_request(tuple(tasks), limit, strategy)
+    with staged_build(out_dir, "--out", SFT_EXPORT) as stage:  # a file, under a file, unwritable: before any work
+        info = _export(stage, names, fmt, split, dataset, strategy, cache_dir, limit, include_path)
+    info["folder"] = stage_report(stage)
+    return info
+
+
+def _export(stage, names, fmt, split, dataset, strategy, cache_dir, limit, include_path) -> dict:
+    import shutil
+
+    from lalm_eval.evaluator import load_docs
+    from lalm_eval.tasks import Task, TaskManager
+
+    out, final = stage.path, stage.final  # written into the stage; ms-swift's absolute paths name the final folder
     manager = TaskManager(include_paths=include_path)
     cache = Path(cache_dir) if cache_dir is not None else out / ".cache"
     audio_files: dict[str, str] = {}  # content id → path relative to out
     lines, per_task = [], {}
-    for name in harness_task_names(tasks, strategy):
+    tasks = []
+    for name in names:  # every task checked before any row is read
         task = manager.load_task(name)
+        check_palm_task(task, name)
+        tasks.append((name, task))
+    for name, task in tasks:
         task = Task(dataclasses.replace(task.config, dataset_path=dataset, test_split=split), task.yaml_file)
         try:
             docs, _ = load_docs(task, cache, limit)
@@ -129,7 +190,7 @@ def export_sft(
                     "make the task's prompt hold one audio part per audio",
                     field="messages",
                 )
-            audios = [str(out / p) for p in paths] if fmt == "ms-swift" else paths
+            audios = [str(final / p) for p in paths] if fmt == "ms-swift" else paths
             lines.append(
                 {
                     "messages": messages + [{"role": "assistant", "content": target}],
@@ -166,6 +227,9 @@ def export_sft(
         (out / "dataset_info.json").write_text(
             json.dumps({info["dataset_info"]: entry}, indent=2) + "\n", encoding="utf-8"
         )
+    if cache_dir is None:
+        shutil.rmtree(out / ".cache", ignore_errors=True)  # this export's own, not part of it
+    info["kept_files"] = list(stage.kept)
     (out / "export_info.json").write_text(json.dumps(info, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     return info
 

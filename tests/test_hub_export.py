@@ -233,7 +233,7 @@ def test_dry_run_lists_files_without_network(exported, monkeypatch):
     (out / "en" / "test-00000-of-00001.parquet").unlink()
     with pytest.raises(CardError):
         push_folder(out, "org/tiny", dry_run=True)
-    with pytest.raises(ConfigError, match="repo_id"):
+    with pytest.raises(ConfigError, match="--repo-id"):
         push_folder(out, "a/b/c", dry_run=True)
 
 
@@ -248,8 +248,8 @@ def test_real_push_path_with_fake_client(exported, monkeypatch, capsys, caplog):
         calls["create_repo"] = {"repo_id": repo_id, **kwargs}
         return huggingface_hub.RepoUrl("https://huggingface.co/datasets/org/tiny")
 
-    def fake_upload_folder(self, **kwargs):
-        calls["upload_folder"] = kwargs
+    def fake_create_commit(self, **kwargs):
+        calls["create_commit"] = kwargs
         return huggingface_hub.CommitInfo(
             commit_url="https://huggingface.co/datasets/org/tiny/commit/abc123",
             commit_message=kwargs["commit_message"],
@@ -259,15 +259,18 @@ def test_real_push_path_with_fake_client(exported, monkeypatch, capsys, caplog):
 
     monkeypatch.setattr(huggingface_hub.HfApi, "__init__", fake_init)
     monkeypatch.setattr(huggingface_hub.HfApi, "create_repo", fake_create_repo)
-    monkeypatch.setattr(huggingface_hub.HfApi, "upload_folder", fake_upload_folder)
+    monkeypatch.setattr(huggingface_hub.HfApi, "create_commit", fake_create_commit)
     caplog.set_level(logging.DEBUG)
 
     report = push_folder(out, "org/tiny", token=FAKE_TOKEN, private=True, revision="main", commit_message="v1")
     assert calls["init"] == {"token": FAKE_TOKEN}
     assert calls["create_repo"] == {"repo_id": "org/tiny", "repo_type": "dataset", "exist_ok": True, "private": True}
-    upload = calls["upload_folder"]
+    # the files push_folder lists, committed as listed (upload_folder would not enter linked folders)
+    upload = calls["create_commit"]
     assert upload["repo_type"] == "dataset" and upload["repo_id"] == "org/tiny"
-    assert upload["folder_path"] == str(out) and upload["revision"] == "main"
+    assert [op.path_in_repo for op in upload["operations"]] == [path for path, _ in report.files]
+    assert all(op.path_or_fileobj == str(out / op.path_in_repo) for op in upload["operations"])
+    assert upload["revision"] == "main"
     assert upload["commit_message"] == "v1"
     assert report.commit_url.endswith("/commit/abc123") and not report.dry_run
     assert report.repo_url == "https://huggingface.co/datasets/org/tiny"

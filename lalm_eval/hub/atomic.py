@@ -17,6 +17,11 @@ shard, ``README.md`` and ``build_info.json``) is gone afterwards, so no stale co
 survives a rebuild. Other files (a user's notes, a ``.git`` folder of a Hub clone) are carried into
 the new folder and listed (``build_info.json`` ``kept_files``). A folder that holds files but no
 build at all is refused (``--out ~/Documents`` must not become a dataset).
+
+Other tools that write a folder of their own files use the same machinery with another
+:class:`FolderKind` (which files are theirs, which file records them): ``palm-bench export-sft``
+(:data:`SFT_EXPORT`) replaces its earlier export's JSONL, audio and info files, and keeps (and
+lists) every other file, a folder of other files included.
 """
 
 from __future__ import annotations
@@ -44,24 +49,64 @@ TMP_TAG, OLD_TAG = ".tmp-", ".old-"
 _OPEN: dict[Path, Stage] = {}  # the stages of this process, by final folder (nested calls share one)
 
 
+@dataclasses.dataclass(frozen=True)
+class FolderKind:
+    """What a tool writes into its output folder, so that a rerun can tell its own files (replaced)
+    from everyone else's (kept and listed)."""
+
+    what: str  # "build", "export": how messages name the tool's output
+    info_file: str  # written last; its presence says a complete output is there
+    own_files: tuple[str, ...]  # fixed names it writes (relative posix paths), ours beside an output of ours
+    own_patterns: tuple[re.Pattern, ...]  # names of the files it writes, ours in any case
+    own_globs: tuple[str, ...]  # globs that find those files cheaply (a half-written output)
+    recorded_keys: tuple[str, ...]  # keys of info_file whose value (a path, a list or a mapping) names its files
+    foreign: str = "refuse"  # a folder of other files only: "refuse" (an error) or "keep" (carried over, listed)
+
+
+BUILD = FolderKind(
+    "build",
+    "build_info.json",
+    BUILD_FILES,
+    (SHARD_RE, PARTIAL_RE),
+    ("*/*.parquet", "*/.*.parquet.partial"),
+    ("shards",),
+)
+#: ``palm-bench export-sft``: ``audio/<content id>.wav``, ``<split>.jsonl``, ``dataset_info.json``
+SFT_EXPORT = FolderKind(
+    "export",
+    "export_info.json",
+    ("export_info.json", "dataset_info.json"),
+    (re.compile(r"^audio/[0-9a-f]{16}\.wav$"),),
+    ("audio/*.wav",),
+    ("jsonl",),
+    foreign="keep",
+)
+
+
 @dataclasses.dataclass
 class Stage:
     """A build in progress: write everything into ``path``; on success it becomes ``final``."""
 
     final: Path  # the output folder (symbolic links resolved)
     path: Path  # the temporary sibling the build writes into
-    previous: str  # what was under the final name: "none", "empty", "build" or "half-built"
+    previous: str  # what was under the final name: "none", "empty", "build", "half-built" or "other" (files only)
     kept: list[str]  # files (and hidden folders, "name/") no build wrote, carried into the new folder
     notes: list[str]  # what was found and cleaned up beside it (interrupted builds)
+    kind: FolderKind = BUILD
+    replaced: list[str] = dataclasses.field(default_factory=list)  # kept files the new output wrote over
 
     def summary(self) -> str:
         """One line for the command's report ('' when there is nothing to say)."""
         parts = list(self.notes)
         if self.previous == "half-built":
-            parts.append("replaced the half-built folder that was there")
+            parts.append(f"replaced the half-written {self.kind.what} that was there")
         if self.kept:
             shown = ", ".join(self.kept[:5]) + (f" and {len(self.kept) - 5} more" if len(self.kept) > 5 else "")
-            parts.append(f"kept {len(self.kept)} file(s) no build wrote: {shown} (build_info.json kept_files)")
+            parts.append(
+                f"kept {len(self.kept)} file(s) no {self.kind.what} wrote: {shown} ({self.kind.info_file} kept_files)"
+            )
+        if self.replaced:
+            parts.append(f"replaced {len(self.replaced)} file(s) of that folder by its own: {', '.join(self.replaced)}")
         return "; ".join(parts)
 
 
@@ -98,7 +143,7 @@ def make_out_dir(out, flag: str = "--out") -> Path:
 
 
 @contextlib.contextmanager
-def staged_build(out, flag: str = "--out") -> Iterator[Stage]:
+def staged_build(out, flag: str = "--out", kind: FolderKind = BUILD) -> Iterator[Stage]:
     """Check ``out``, clean up what interrupted builds left beside it, and yield a :class:`Stage`
     whose ``path`` (a fresh temporary sibling) the build writes into; when the block ends without
     an error, the files no build wrote are carried over from the old folder and the stage replaces
@@ -107,6 +152,7 @@ def staged_build(out, flag: str = "--out") -> Iterator[Stage]:
     Everything that can refuse ``out`` happens before the block runs, so call it before any work
     (planning, rendering). Nested calls for the same folder share the outer stage (a command line
     opens it first thing, the library's build function then finds it open): the outer one swaps.
+    ``kind`` says which files are the tool's own (:class:`FolderKind`; default: a build's).
     """
     check_out_path(out, flag)
     final = Path(os.path.realpath(out))
@@ -116,14 +162,14 @@ def staged_build(out, flag: str = "--out") -> Iterator[Stage]:
     here = Path(os.path.realpath(os.getcwd()))
     if final == here or final in here.parents:
         raise ConfigError(
-            f"{flag} {out!s}: is the current folder (or holds it), which a build replaces as a whole; "
+            f"{flag} {out!s}: is the current folder (or holds it), which a {kind.what} replaces as a whole; "
             f"give a folder of its own, e.g. {flag} ./{here.name}-build"
         )
     notes = _recover(final, out, flag)
     for note in notes:  # the command lines print them with their report (print_folder_report)
         log.info("%s: %s", out, note)
-    previous, kept = _previous(final, out, flag)
-    stage = Stage(final, final.with_name(f"{final.name}{TMP_TAG}{os.getpid()}"), previous, kept, notes)
+    previous, kept = _previous(final, out, flag, kind)
+    stage = Stage(final, final.with_name(f"{final.name}{TMP_TAG}{os.getpid()}"), previous, kept, notes, kind)
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
         stage.path.mkdir()
@@ -136,7 +182,7 @@ def staged_build(out, flag: str = "--out") -> Iterator[Stage]:
     try:
         yield stage
         try:
-            _carry_over(final, stage.path, kept)
+            stage.replaced[:] = _carry_over(final, stage.path, kept)
             _swap_in(stage.path, final)
         except OSError as exc:  # a full disk, permissions changed while it ran: the old folder is whole
             raise ConfigError(
@@ -154,8 +200,11 @@ def stage_report(stage: Stage) -> dict:
     return {
         "previous": stage.previous,
         "kept_files": list(stage.kept),
+        "replaced_files": list(stage.replaced),
         "notes": list(stage.notes),
         "summary": stage.summary(),
+        "what": stage.kind.what,
+        "info_file": stage.kind.info_file,
     }
 
 
@@ -165,15 +214,23 @@ def print_folder_report(prog: str, out, info: dict) -> None:
     import sys
 
     folder = info.get("folder") or {}
+    what, info_file = folder.get("what", "build"), folder.get("info_file", "build_info.json")
     for note in folder.get("notes", []):
         print(f"{prog}: {out}: {note}", file=sys.stderr)
     if folder.get("previous") == "half-built":
-        print(f"{prog}: {out}: replaced the half-built folder that was there", file=sys.stderr)
+        print(f"{prog}: {out}: replaced the half-written {what} that was there", file=sys.stderr)
     kept = folder.get("kept_files") or []
     if kept:
         print(
-            f"{prog}: {out}: kept {len(kept)} file(s) no build wrote (listed in build_info.json kept_files): "
+            f"{prog}: {out}: kept {len(kept)} file(s) no {what} wrote (listed in {info_file} kept_files): "
             + ", ".join(kept),
+            file=sys.stderr,
+        )
+    replaced = folder.get("replaced_files") or []
+    if replaced:
+        print(
+            f"{prog}: {out}: replaced {len(replaced)} file(s) that were there by the {what}'s own: "
+            + ", ".join(replaced),
             file=sys.stderr,
         )
 
@@ -277,41 +334,57 @@ def _recover(final: Path, given, flag: str) -> list[str]:
     return notes
 
 
-def _our_files(folder: Path) -> bool:
-    """Whether ``folder`` holds a shard or partial shard of :mod:`lalm_eval.hub.parquet`'s layout."""
+def _our_files(folder: Path, kind: FolderKind = BUILD) -> bool:
+    """Whether ``folder`` holds a file of ``kind``'s own names (a build: a shard or partial shard of
+    :mod:`lalm_eval.hub.parquet`'s layout)."""
     return any(
-        SHARD_RE.match(p.relative_to(folder).as_posix()) or PARTIAL_RE.match(p.relative_to(folder).as_posix())
-        for pattern in ("*/*.parquet", "*/.*.parquet.partial")
-        for p in folder.glob(pattern)
+        any(p.fullmatch(f.relative_to(folder).as_posix()) for p in kind.own_patterns)
+        for pattern in kind.own_globs
+        for f in folder.glob(pattern)
     )
 
 
-def _previous(final: Path, given, flag: str) -> tuple[str, list[str]]:
-    """What is under the final name ("none", "empty", "build", "half-built") and the files in it
-    that no build wrote (sorted; a hidden folder such as ``.git`` as one entry, ``name/``).
-    A folder with files but no build in it is refused."""
+def _recorded(info: Path, kind: FolderKind) -> set[str]:
+    """The files ``kind``'s info file says it wrote (nothing when it is missing or unreadable)."""
+    try:
+        data = json.loads(info.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    out: set[str] = set()
+    for key in kind.recorded_keys:
+        value = data.get(key) if isinstance(data, dict) else None
+        if isinstance(value, str):
+            out.add(value)
+        elif isinstance(value, (list, dict)):
+            out |= {str(v) for v in value}
+    return out
+
+
+def _previous(final: Path, given, flag: str, kind: FolderKind = BUILD) -> tuple[str, list[str]]:
+    """What is under the final name ("none", "empty", "build", "half-built", "other") and the files
+    in it that no build wrote (sorted; a hidden folder such as ``.git`` as one entry, ``name/``).
+    A folder with files but no build in it is refused (a :class:`FolderKind` with ``foreign="keep"``:
+    carried over whole, "other")."""
     if not final.exists():
         return "none", []
     entries = sorted(final.iterdir())
     if not entries:
         return "empty", []
-    info = final / "build_info.json"
-    if not info.is_file() and not _our_files(final):
+    info = final / kind.info_file
+    has_info, has_own = info.is_file(), _our_files(final, kind)
+    if not has_info and not has_own and kind.foreign == "refuse":
         shown = ", ".join(p.name + ("/" if p.is_dir() else "") for p in entries[:3])
         more = f" and {len(entries) - 3} more" if len(entries) > 3 else ""
         raise ConfigError(
-            f"{flag} {given}: holds files no build wrote ({shown}{more}) and no build_info.json; "
-            "give a new or empty folder, or the folder of an earlier build (its files that no build "
-            "wrote are kept)"
+            f"{flag} {given}: holds files no {kind.what} wrote ({shown}{more}) and no {kind.info_file}; "
+            f"give a new or empty folder, or the folder of an earlier {kind.what} (its files that no "
+            f"{kind.what} wrote are kept)"
         )
-    recorded: set[str] = set()
-    try:
-        recorded = set(json.loads(info.read_text(encoding="utf-8")).get("shards") or {})
-    except (OSError, ValueError, AttributeError, TypeError):
-        pass
+    recorded = _recorded(info, kind) if has_info else set()
+    own_files = set(kind.own_files) if has_info or has_own else set()  # else a user's file of that name
 
     def ours(rel: str) -> bool:
-        return rel in BUILD_FILES or rel in recorded or bool(SHARD_RE.match(rel) or PARTIAL_RE.match(rel))
+        return rel in own_files or rel in recorded or any(p.fullmatch(rel) for p in kind.own_patterns)
 
     kept = []
     for entry in entries:
@@ -325,7 +398,7 @@ def _previous(final: Path, given, flag: str) -> tuple[str, list[str]]:
                     kept.append(rel)
         elif not ours(entry.name):
             kept.append(entry.name)
-    return ("build" if info.is_file() else "half-built"), kept
+    return ("build" if has_info else "half-built" if has_own else "other"), kept
 
 
 def _link_or_copy(src, dst) -> None:
@@ -336,18 +409,22 @@ def _link_or_copy(src, dst) -> None:
         shutil.copy2(src, dst, follow_symlinks=False)
 
 
-def _carry_over(old: Path, new: Path, kept: list[str]) -> None:
-    """Copy the kept files of ``old`` into ``new`` (the old folder stays whole until the swap)."""
+def _carry_over(old: Path, new: Path, kept: list[str]) -> list[str]:
+    """Copy the kept files of ``old`` into ``new`` (the old folder stays whole until the swap);
+    returns the kept ones not carried over because the new output wrote a file of that name."""
+    replaced = []
     for rel in kept:
         src, dst = old / rel.rstrip("/"), new / rel.rstrip("/")
         if dst.exists() or dst.is_symlink():
-            log.warning("%s: not carried over, the build wrote a file of that name", src)
+            log.warning("%s: not carried over, the new output wrote a file of that name", src)
+            replaced.append(rel)
             continue
         dst.parent.mkdir(parents=True, exist_ok=True)
         if rel.endswith("/"):
             shutil.copytree(src, dst, symlinks=True, copy_function=_link_or_copy)
         else:
             _link_or_copy(src, dst)
+    return replaced
 
 
 def _swap_in(stage: Path, final: Path) -> None:

@@ -10,6 +10,7 @@ the front matter already dumped as ``configs_yaml``; they place it between ``---
 from __future__ import annotations
 
 import glob
+import os
 from pathlib import Path
 
 import datasets
@@ -155,6 +156,34 @@ def _paths_of(data_files) -> list[tuple[str, str]]:
     return out
 
 
+def _matches(out_dir: Path, rel: str) -> list[str]:
+    """The existing files (symbolic links followed) a ``data_files`` path or glob names."""
+    matches = (
+        sorted(glob.glob(str(out_dir / rel), recursive=True))
+        if any(ch in rel for ch in _GLOB_CHARS)
+        else [str(out_dir / rel)]
+    )
+    return [m for m in matches if Path(m).is_file()]
+
+
+def card_data_files(out_dir) -> list[tuple[str, str]]:
+    """``(front-matter field, path relative to out_dir)`` of every existing file the card's
+    ``configs`` name (globs expanded; ``[]`` without a readable card). For :func:`check_card`'s
+    callers that need the files themselves, e.g. a push checking they are all uploaded."""
+    out_dir = Path(out_dir)
+    try:
+        configs = getattr(DatasetCard((out_dir / CARD_NAME).read_text(encoding="utf-8-sig")).data, "configs", None)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError):
+        return []
+    out = []
+    for c, config in enumerate(configs if isinstance(configs, list) else []):
+        for suffix, rel in _paths_of(config.get("data_files") if isinstance(config, dict) else None):
+            if isinstance(rel, str) and rel:
+                where = f"configs[{c}].data_files{suffix}"
+                out += [(where, os.path.relpath(m, out_dir).replace(os.sep, "/")) for m in _matches(out_dir, rel)]
+    return out
+
+
 def _card_problems(out_dir: Path) -> list[tuple[str | None, str]]:
     card = out_dir / CARD_NAME
     if not card.is_file():
@@ -187,12 +216,7 @@ def _card_problems(out_dir: Path) -> list[tuple[str | None, str]]:
             if not isinstance(rel, str) or not rel:
                 problems.append((where, "missing path"))
                 continue
-            matches = (
-                sorted(glob.glob(str(out_dir / rel), recursive=True))
-                if any(ch in rel for ch in _GLOB_CHARS)
-                else [str(out_dir / rel)]
-            )
-            found = [m for m in matches if Path(m).is_file()]
+            found = _matches(out_dir, rel)
             if not found:
                 problems.append((where, f"{rel!r} not found in {out_dir}"))
             problems.extend(

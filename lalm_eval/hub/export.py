@@ -59,9 +59,13 @@ def export_builders(
 
 
 def check_num_proc(num_proc) -> None:
-    """A :class:`ConfigError` unless ``num_proc`` is None or a positive int (call it before planning)."""
+    """A :class:`ConfigError` naming ``--num_proc`` unless ``num_proc`` is None or a positive int
+    (call it before planning)."""
     if num_proc is not None and (isinstance(num_proc, bool) or not isinstance(num_proc, int) or num_proc < 1):
-        raise ConfigError(f"num_proc must be a positive number of processes, got {num_proc!r}")
+        raise ConfigError(
+            f"--num_proc: must be a whole number of processes >= 1, got {num_proc!r}; give e.g. --num_proc 4, "
+            "or leave the flag out for one process"
+        )
 
 
 def with_union_config(files: dict, name: str = "all") -> dict:

@@ -11,7 +11,10 @@ Before anything is read, what a command could only report as a ``datasets`` trac
 :class:`~lalm_eval.errors.DataError` naming the folder, what is wrong and the fix: an interrupted
 build (a half-built folder, or only the temporary sibling it left: :func:`lalm_eval.hub.atomic.check_loadable`),
 a config or split the folder's card does not list (with the ones it does), a path that is neither
-a folder nor a Hub id, a Hub that cannot be reached.
+a folder nor a Hub id, a Hub that cannot be reached, a folder with no data file ``datasets`` reads
+(an empty folder, or one holding only a README without a ``configs`` block).
+:func:`require_build` is for the tasks' ``prepare_dataset`` hooks: a folder under their dataset's
+bare name that is not a build (no card with configs) is refused with the hook's own fix.
 """
 
 from __future__ import annotations
@@ -68,6 +71,26 @@ def check_dataset(path, name: str | None = None, split: str | None = None) -> No
         )
 
 
+def require_build(folder, fix: str) -> Path:
+    """``folder`` when it holds a build (a ``README.md`` card with a ``configs`` block); else the
+    :class:`DataError` of an interrupted build (:func:`lalm_eval.hub.atomic.check_loadable`), or
+    one saying it is not a build (what is missing, what is there) followed by ``fix``."""
+    from lalm_eval.hub.atomic import check_loadable
+    from lalm_eval.hub.card import CARD_NAME, card_configs
+
+    folder = Path(folder)
+    check_loadable(folder)
+    if card_configs(folder) is not None:
+        return folder
+    entries = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir())
+    there = f"it holds {', '.join(entries[:4])}" + (f" and {len(entries) - 4} more" if len(entries) > 4 else "")
+    missing = f"{CARD_NAME} has no configs block" if (folder / CARD_NAME).is_file() else f"no {CARD_NAME} card"
+    raise DataError(
+        folder,
+        f"in {Path.cwd()}: not a dataset build ({missing}, {there if entries else 'it is empty'}); {fix}",
+    )
+
+
 def load_dataset_fresh(path, name: str | None = None, *, split: str | None = None, cache_root=None, **kwargs):
     """``datasets.load_dataset(path, name, split=split, **kwargs)``; a local folder gets a content-keyed
     ``cache_dir`` under ``cache_root`` (default: the ``datasets`` cache) unless ``cache_dir`` is given.
@@ -85,6 +108,12 @@ def load_dataset_fresh(path, name: str | None = None, *, split: str | None = Non
         return datasets.load_dataset(str(path), name, split=split, **kwargs)
     except LalmEvalError:
         raise
+    except datasets.data_files.EmptyDatasetError as exc:  # a local folder without data files
+        raise DataError(
+            path,
+            "holds no data file datasets can read (no README.md card with a configs block, no Parquet, "
+            "CSV, JSON or audio files); give the folder a build wrote, build into this one, or remove it",
+        ) from exc
     except ValueError as exc:  # datasets: no such config / split (what check_dataset could not see)
         text = " ".join(str(exc).split()).replace(";", ",")
         if "BuilderConfig" in text or "Config name is missing" in text:

@@ -6,10 +6,13 @@ What it does with a request (only the request: its task name, prompt text and au
 sees a dataset row, so it cannot read answers or labels):
 
 1. **Enrollment** (once, at construction; :mod:`.cascade_parts.enrollment`): ``enrollment=`` is a
-   folder of speaker folders ``<dir>/<Name>/*.{wav,flac,ogg,opus}`` or a dataset with an
-   ``enrollment`` config (``name``, ``audio``, ``clip_id``, ``language`` columns). One centroid per
-   subject; the presence threshold is the EER point of leave-one-clip-out window scores on the
-   enrollment data alone (``calibration`` / ``identity()`` report it).
+   folder of speaker folders ``<dir>/<Name>/<clip>.<audio>`` (any format ``read_audio`` decodes,
+   FFmpeg included) or a dataset with an ``enrollment`` config (``name``, ``audio``, ``clip_id``,
+   ``language`` columns). One centroid per subject; the presence threshold is the EER point of
+   leave-one-clip-out window scores on the enrollment data alone (``calibration`` /
+   ``identity()`` report it). What a speaker folder holds that cannot be used is listed, each on
+   stderr (a warning) and in ``identity()["enrollment_skips"]``, and counted
+   (``counters["enrollment_skipped"]``).
 2. **Analysis of the test audio** (once per distinct audio, cached by content hash;
    :mod:`.cascade_parts.analysis`): webrtcvad regions → 1.6 s windows every 0.8 s → embeddings in
    one batch → each window to the best enrolled subject, or unknown below the threshold, after a
@@ -46,6 +49,9 @@ test recording in every built-in task, the in-context enrollment tasks included)
 ``counters``: ``kind:<kind>`` requests per kind; ``undeclared_kind`` (task metadata without
 ``answer_kind``); ``unsupported_kind:<declared>`` (a kind missing from the answers YAML);
 ``cannot_determine`` (all of those, declared-unsupported kinds, or no enrolled name in the question); ``no_asr`` (Mandarin captioning/reasoning/transcription);
+``no_known_name`` (a question naming no enrolled subject); ``unenrolled_subject:<name>`` (requests
+about a person the task names, ``Request.subjects``, who has no enrollment clips: each such name is
+also a warning, once, with an enrolled name that differs only in case or spaces when there is one);
 ``choice_unsupported`` (a multiple-choice question the cascade cannot choose for), ``choice_no_option``
 (no option states the speaker count it found);
 ``audios_analysed`` / ``analysis_cache_hits``; ``asr_calls``; ``errors``.
@@ -193,6 +199,13 @@ class CascadeAdapter(Adapter):
         self._transcripts: _LRU = _LRU(4 * size)
         self.counters: collections.Counter = collections.Counter()
         self._undeclared_tasks: set[str] = set()
+        self._unenrolled: set[str] = set()
+        self._no_name_tasks: set[str] = set()
+        self.enrollment_skips = list(getattr(clips, "skips", []))
+        if self.enrollment_skips:
+            self.counters["enrollment_skipped"] = len(self.enrollment_skips)
+        for item in self.enrollment_skips:
+            log.warning("cascade: enrollment %s: skipped %s: %s", self.enrollment_path, item["item"], item["reason"])
         log.info(
             "cascade: %d subjects, threshold %.3f (calibration EER %.3f)",
             len(self.enrollment.names),
@@ -218,6 +231,7 @@ class CascadeAdapter(Adapter):
             "segmenter": self.cfg.to_dict(),
             "asr": self.asr.name,
             "answers_sha256": self.book.sha256,
+            **({"enrollment_skips": list(self.enrollment_skips)} if self.enrollment_skips else {}),
         }
 
     # ---- generation -----------------------------------------------------------------------------
@@ -243,6 +257,7 @@ class CascadeAdapter(Adapter):
         lang = language_of(question)
         kind, declared = self.book.kind(req.task_metadata)
         self.counters[f"kind:{kind}"] += 1
+        self._check_subjects(req)
         if declared is None:
             self.counters["undeclared_kind"] += 1
             if req.task not in self._undeclared_tasks:
@@ -269,7 +284,7 @@ class CascadeAdapter(Adapter):
         elif kind == "dialogue_transcription":
             text = self._transcription(audio, lang)
         else:
-            text = self._about_names(kind, audio, question, prompt, lang)
+            text = self._about_names(kind, audio, question, prompt, lang, req.task)
         return self.book.wrap(prompt, text)
 
     def _choice(self, req: Request, prompt: str, lang: str) -> str:
@@ -285,10 +300,49 @@ class CascadeAdapter(Adapter):
         self.counters["cannot_determine"] += 1
         return self.book.text(lang, "cannot_determine")
 
-    def _about_names(self, kind: str, audio: np.ndarray, question: str, prompt: str, lang: str) -> str:
+    def _check_subjects(self, req: Request) -> None:
+        """Count (and warn once per name about) the people the task names (``req.subjects``) who
+        have no enrollment clips: their questions are answered as about someone unknown."""
+        enrolled = set(self.enrollment.names)
+        for name in dict.fromkeys(str(n) for n in req.subjects or () if n):
+            if name in enrolled:
+                continue
+            self.counters[f"unenrolled_subject:{name}"] += 1
+            if name in self._unenrolled:
+                continue
+            self._unenrolled.add(name)
+            key = " ".join(name.split()).casefold()
+            close = [n for n in self.enrollment.names if " ".join(n.split()).casefold() == key]
+            hint = (
+                f"the enrolled {close[0]!r} differs only in case or spaces: rename its folder to {name!r}"
+                if close
+                else f"add a folder {name}/ of their clips to the enrollment"
+            )
+            log.warning(
+                "cascade: task %r (doc %s) asks about %r, who has no enrollment clips (enrolled: %s); their "
+                "questions are answered as about an unknown person (counted as unenrolled_subject:%s); %s",
+                req.task,
+                req.doc_id,
+                name,
+                ", ".join(self.enrollment.names),
+                name,
+                hint,
+            )
+
+    def _about_names(self, kind: str, audio: np.ndarray, question: str, prompt: str, lang: str, task: str = "") -> str:
         names = find_names(question, self.enrollment.names) or find_names(prompt, self.enrollment.names)
         if not names:
             self.counters["cannot_determine"] += 1
+            self.counters["no_known_name"] += 1
+            if task not in self._no_name_tasks:
+                self._no_name_tasks.add(task)
+                log.warning(
+                    "cascade: task %r: a question names no enrolled subject (enrolled: %s), answered 'no known "
+                    "name' (counted as no_known_name): %r",
+                    task,
+                    ", ".join(self.enrollment.names),
+                    question.strip()[:200],
+                )
             return self.book.text(lang, "no_known_name")
         analysis = self.analysis(audio)
         index = {n: i for i, n in enumerate(self.enrollment.names)}

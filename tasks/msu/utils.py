@@ -86,7 +86,9 @@ del _task_id
 def prepare_dataset(dataset_path: str, dataset_name: str | None, cache_dir: str | Path | None) -> str:
     """What ``datasets.load_dataset`` should open for ``dataset_path``.
 
-    - an existing local folder (e.g. ``msu-bench/`` written by ``msu-bench build``): unchanged;
+    - an existing local folder (e.g. ``msu-bench/`` written by ``msu-bench build``): unchanged; a
+      ``./msu-bench`` that is not a build (no card with configs: empty, or a stray README) is a
+      :class:`~lalm_eval.errors.DataError` saying so and how to fix it;
     - a Hub id (contains ``/``) or any name other than ``msu-bench``: unchanged;
     - the bare name ``msu-bench`` with no such folder in the current directory: the embedded
       conversations' ``small`` preset, built once into ``<cache_dir>/datasets/msu-bench-small``
@@ -94,7 +96,15 @@ def prepare_dataset(dataset_path: str, dataset_name: str | None, cache_dir: str 
       config, ``all``) needs nothing: a build writes every tier and the ``all`` union.
     """
     path = str(dataset_path)
-    if path != DATASET_NAME or Path(path).is_dir():
+    if path == DATASET_NAME and Path(path).is_dir():  # ./msu-bench: used only when it is a build
+        from lalm_eval.hub.load import require_build
+
+        fix = (
+            f"remove or rename it (the embedded {PRESET!r} build is then used), or build into it: "
+            f"msu-bench build --out {path}"
+        )
+        return str(require_build(path, fix))
+    if path != DATASET_NAME:
         return path
     if cache_dir is None:
         from lalm_eval.errors import ConfigError

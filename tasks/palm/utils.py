@@ -27,7 +27,9 @@ BUILT_FOLDER = f"{DATASET_NAME}-{PRESET}"  # under <cache_dir>/datasets/
 def prepare_dataset(dataset_path: str, dataset_name: str | None, cache_dir: str | Path | None) -> str:
     """What ``datasets.load_dataset`` should open for ``dataset_path``.
 
-    - an existing local folder (e.g. ``palm-bench/`` written by ``palm-bench build``): unchanged;
+    - an existing local folder (e.g. ``palm-bench/`` written by ``palm-bench build``): unchanged; a
+      ``./palm-bench`` that is not a build (no card with configs: empty, or a stray README) is a
+      :class:`~lalm_eval.errors.DataError` saying so and how to fix it;
     - a Hub id (contains ``/``) or any name other than ``palm-bench``: unchanged;
     - the bare name ``palm-bench`` with no such folder in the current directory: the embedded
       corpus's ``small`` preset, built once into ``<cache_dir>/datasets/palm-bench-small``
@@ -35,7 +37,15 @@ def prepare_dataset(dataset_path: str, dataset_name: str | None, cache_dir: str 
       ``dataset_name`` (the task config) needs nothing: a build writes every config.
     """
     path = str(dataset_path)
-    if path != DATASET_NAME or Path(path).is_dir():
+    if path == DATASET_NAME and Path(path).is_dir():  # ./palm-bench: used only when it is a build
+        from lalm_eval.hub.load import require_build
+
+        fix = (
+            f"remove or rename it (the embedded {PRESET!r} build is then used), or build into it: "
+            f"palm-bench build --out {path}"
+        )
+        return str(require_build(path, fix))
+    if path != DATASET_NAME:
         return path
     if cache_dir is None:
         from lalm_eval.errors import ConfigError

@@ -2,8 +2,14 @@
 
 Sources (:func:`load_enrollment`):
 
-- a folder of speaker folders, ``<dir>/<Name>/*.{wav,flac,ogg,opus}`` (the folder name is the
-  subject's name as questions spell it; the file stem is the clip id);
+- a folder of speaker folders, ``<dir>/<Name>/<clip>.<audio>`` (the folder name, without leading
+  or trailing spaces, is the subject's name as questions spell it; the file stem is the clip id).
+  Every format :func:`lalm_eval.audio.io.read_audio` decodes is read (WAV, FLAC, Ogg/Opus, MP3
+  through libsndfile; M4A/AAC, WebM and the rest through FFmpeg). What cannot be used is listed,
+  never dropped silently (:attr:`EnrollmentClips.skips`, item and reason each): a file that is
+  not audio, audio neither decoder reads (or empty, or NaN), a sub-folder inside a speaker folder,
+  a file beside the speaker folders, a speaker folder left with no clip. Two folders that name
+  the same subject once stripped (``Karen`` and ``Karen ``) are an error;
 - anything ``datasets.load_dataset(path, "enrollment", split="train")`` opens (a Hub id or a
   Hub-style folder with a ``configs:`` card), with columns ``name`` and ``audio`` (and, when
   present, ``clip_id``, ``language``).
@@ -26,6 +32,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
+import mimetypes
 import re
 from pathlib import Path
 
@@ -33,7 +41,7 @@ import numpy as np
 
 from lalm_eval.audio.augment import AugmentationConfig, apply_augmentation, sample_augmentation
 from lalm_eval.audio.io import TARGET_SR, audio_hash, read_audio
-from lalm_eval.errors import ConfigError, LalmEvalError
+from lalm_eval.errors import AudioError, ConfigError, LalmEvalError
 from lalm_eval.metrics.verification import equal_error_rate, pair_scores
 from lalm_eval.models.cascade_parts.segmentation import (
     SegmenterConfig,
@@ -46,7 +54,11 @@ from lalm_eval.models.cascade_parts.segmentation import (
 from lalm_eval.models.cascade_parts.speaker_test import GapTestConfig, enrollment_check
 from lalm_eval.seeding import rng_for
 
-AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".opus")
+log = logging.getLogger(__name__)
+
+#: suffixes taken as audio beside what Python's mimetypes table calls audio or video (wav, flac,
+#: mp3, m4a, aac, webm, mp4 ...) and what libsndfile reads by name
+EXTRA_AUDIO_SUFFIXES = (".opus", ".oga", ".mka", ".weba", ".ogg", ".flac", ".wav")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 MAX_PAIR_WINDOWS = 3000  # windows sampled (evenly) for the clustering threshold
 #: multi-condition calibration: each effect on half the copies, lalm_eval's default ranges
@@ -61,17 +73,39 @@ class EnrollmentClip:
     language: str = ""
 
 
-def _speaker_folders(folder: Path) -> list[Path]:
-    return sorted(
-        d
-        for d in folder.iterdir()
-        if d.is_dir()
-        and not d.name.startswith(".")
-        and any(f.suffix.lower() in AUDIO_SUFFIXES for f in d.iterdir() if f.is_file())
+class EnrollmentClips(list):
+    """The clips of an enrollment (a list of :class:`EnrollmentClip`), with ``skips``: what the
+    speaker folders hold that could not be used, ``{"item", "reason"}`` each (paths relative to
+    the enrollment folder)."""
+
+    def __init__(self, clips=(), skips=()):
+        super().__init__(clips)
+        self.skips: list[dict] = list(skips)
+
+
+def looks_like_audio(path: Path) -> bool:
+    """True when the file name says audio (or video, whose sound FFmpeg reads)."""
+    import soundfile as sf
+
+    kind = mimetypes.guess_type(path.name)[0] or ""
+    suffix = path.suffix.lower()
+    return (
+        kind.split("/")[0] in ("audio", "video")
+        or suffix in EXTRA_AUDIO_SUFFIXES
+        or (len(suffix) > 1 and suffix[1:].upper() in sf.available_formats())
     )
 
 
-def load_enrollment(path: str | Path) -> list[EnrollmentClip]:
+def _visible(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+
+
+def _speaker_folders(folder: Path) -> list[Path]:
+    """The sub-folders of ``folder`` that hold a file named like audio (speaker folders)."""
+    return [d for d in _visible(folder) if d.is_dir() and any(f.is_file() and looks_like_audio(f) for f in _visible(d))]
+
+
+def load_enrollment(path: str | Path) -> EnrollmentClips:
     """The enrollment clips at ``path`` (speaker folders, or a ``datasets`` ``enrollment`` config)."""
     text = str(path)
     folder = Path(text).expanduser()
@@ -79,18 +113,57 @@ def load_enrollment(path: str | Path) -> list[EnrollmentClip]:
         speakers = _speaker_folders(folder)
         if speakers:
             return _from_folders(folder, speakers)
+        if not (folder / "README.md").is_file():  # neither layout: say what each needs
+            shown = ", ".join(p.name + ("/" if p.is_dir() else "") for p in _visible(folder)[:4]) or "nothing"
+            raise ConfigError(
+                f"model arg enrollment={text}: no speaker folder holding audio files (<dir>/<Name>/<clip>.<audio>) "
+                f"and no dataset card (README.md with an 'enrollment' config), it holds {shown}; give one folder "
+                "of reference clips per speaker, or a built dataset folder with that config"
+            )
     elif not _HUB_ID.match(text):
         raise ConfigError(f"enrollment {text!r}: no such folder (and not a Hub dataset id)")
-    return _from_dataset(text)
+    return EnrollmentClips(_from_dataset(text))
 
 
-def _from_folders(root: Path, speakers: list[Path]) -> list[EnrollmentClip]:
-    clips = []
+def _from_folders(root: Path, speakers: list[Path]) -> EnrollmentClips:
+    clips, skips, names = [], [], {}
+
+    def skip(path: Path, reason: str) -> None:
+        skips.append({"item": path.relative_to(root).as_posix() + ("/" if path.is_dir() else ""), "reason": reason})
+
+    for entry in _visible(root):
+        if entry not in speakers:
+            skip(
+                entry,
+                "a folder without audio files, not a speaker"
+                if entry.is_dir()
+                else "a file beside the speaker folders, not read (clips go in <dir>/<Name>/)",
+            )
     for d in speakers:
-        for f in sorted(f for f in d.iterdir() if f.is_file() and f.suffix.lower() in AUDIO_SUFFIXES):
-            audio, _ = read_audio(f, TARGET_SR)
-            clips.append(EnrollmentClip(d.name, f"{d.name}/{f.stem}", audio))
-    return clips
+        name = d.name.strip()
+        if name in names:
+            raise ConfigError(
+                f"enrollment {str(root)!r}: folders {names[name]!r} and {d.name!r} both name subject {name!r} "
+                "(names are taken without leading or trailing spaces); merge them or rename one"
+            )
+        names[name] = d.name
+        before = len(clips)
+        for f in _visible(d):
+            if f.is_dir():
+                skip(f, "a folder inside a speaker folder, not read (put the clips directly in the speaker folder)")
+                continue
+            if not looks_like_audio(f):
+                skip(f, f"not an audio file ({mimetypes.guess_type(f.name)[0] or 'unknown type'})")
+                continue
+            try:
+                audio, _ = read_audio(f, TARGET_SR)
+            except AudioError as exc:
+                skip(f, " ".join(str(exc).split(": ", 1)[-1].split()))
+                continue
+            clips.append(EnrollmentClip(name, f"{name}/{f.stem}", audio))
+        if len(clips) == before:
+            skip(d, f"speaker folder with no usable clip: subject {name!r} is not enrolled")
+    return EnrollmentClips(clips, skips)
 
 
 def _from_dataset(path: str) -> list[EnrollmentClip]:
@@ -104,7 +177,7 @@ def _from_dataset(path: str) -> list[EnrollmentClip]:
         raise
     except Exception as exc:  # the message of datasets says what was missing
         raise ConfigError(
-            f"model arg enrollment={path}: neither speaker folders <dir>/<Name>/*.wav|flac|ogg|opus nor a "
+            f"model arg enrollment={path}: neither speaker folders <dir>/<Name>/<audio files> nor a "
             f"dataset with an 'enrollment' config and a 'train' split ({type(exc).__name__}: {exc}); "
             "give a built dataset folder with that config, or one folder of reference clips per speaker"
         ) from exc
