@@ -60,7 +60,7 @@ def _batch_sizes(text: str) -> list[str]:
 def check_args(args) -> list[str]:
     """Every flag checked before a dataset or model is loaded; a check that would compare nothing
     (one batch size and no ``--model_b``) is an error. Returns the task names."""
-    from lalm_eval.cli import gen_kwargs_flag, key_values, real_number, task_names, whole_number, writable_folder
+    from lalm_eval.cli import gen_kwargs_flag, real_number, task_names, whole_number, writable_folder
 
     tasks = task_names(args.tasks)
     args.sizes = _batch_sizes(args.batch_sizes)
@@ -74,13 +74,64 @@ def check_args(args) -> list[str]:
         args.min_identical, "--min_identical", "give a share such as 1.0 (every answer identical)", 0, 1
     )
     args.gen_kwargs_dict = gen_kwargs_flag(args.gen_kwargs)
-    key_values(args.model_args, "--model_args")
-    if args.model_args_b is not None:
-        key_values(args.model_args_b, "--model_args_b")
+    _check_models(args)
     writable_folder(args.cache_dir, "--cache_dir")
     if args.output_path:
         writable_folder(args.output_path, "--output_path")
     return tasks
+
+
+def _check_models(args) -> None:
+    """Both models' names and args (and the folders they name) checked as the run would, before
+    model A runs: a mistake in ``--model_b`` / ``--model_args_b`` is named by its own flag now,
+    not after A's answers (:func:`lalm_eval.doctor.model_problems`; nothing is built or loaded)."""
+    from lalm_eval.doctor import model_problems
+
+    models = [(args.model, args.model_args, "--model", "--model_args")]
+    if args.model_b:
+        inherited = args.model_args_b is None
+        models.append(
+            (
+                args.model_b,
+                args.model_args if inherited else args.model_args_b,
+                "--model_b",
+                "--model_args (--model_b takes them too, as no --model_args_b is given)"
+                if inherited
+                else "--model_args_b",
+            )
+        )
+    elif args.model_args_b is not None:
+        raise ConfigError("--model_args_b: given without --model_b; add --model_b NAME or leave out --model_args_b")
+    for model, text, model_flag, args_flag in models:
+        problems = model_problems(model, text, model_flag, args_flag, required=True)
+        if problems:
+            raise ConfigError(problems[0])
+
+
+def _build_b(args):
+    """Model B built after A has run (so the two are never loaded at once); its errors name ``--model_b``."""
+    from lalm_eval.cli import build_adapter
+    from lalm_eval.errors import LalmEvalError
+
+    try:
+        return build_adapter(
+            args.model_b,
+            args.model_args if args.model_args_b is None else args.model_args_b,
+            args.device,
+            args.cache_dir,
+            use_response_cache=False,
+        )
+    except LalmEvalError as exc:
+        message = str(exc)
+        for flag, flag_b in (
+            ("--model_args:", "--model_args_b:"),
+            ("--model ", "--model_b "),
+            ("--model:", "--model_b:"),
+        ):
+            if message.startswith(flag) and (flag_b != "--model_args_b:" or args.model_args_b is not None):
+                exc.args = (flag_b + message[len(flag) :], *exc.args[1:])
+                break
+        raise exc from None
 
 
 def compare(reference: dict, other: dict) -> dict:
@@ -138,13 +189,7 @@ def run_check(args) -> tuple[dict, int]:
     adapter = build_adapter(args.model, args.model_args, args.device, args.cache_dir, use_response_cache=False)
     runs = {f"{args.model} @ batch {b}": evaluate(adapter, tasks, batch_size=b, **common) for b in sizes}
     if args.model_b:
-        other = build_adapter(
-            args.model_b,
-            args.model_args if args.model_args_b is None else args.model_args_b,
-            args.device,
-            args.cache_dir,
-            use_response_cache=False,
-        )
+        other = _build_b(args)
         runs[f"{args.model_b} @ batch {sizes[0]}"] = evaluate(other, tasks, batch_size=sizes[0], **common)
     names = list(runs)
     reference = runs[names[0]]

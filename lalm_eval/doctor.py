@@ -446,11 +446,16 @@ def _path_arg_problem(key: str, value: str) -> str | None:
 
 
 def model_problems(
-    model: str, model_args: str, model_flag: str = "--model", args_flag: str = "--model_args"
+    model: str,
+    model_args: str,
+    model_flag: str = "--model",
+    args_flag: str = "--model_args",
+    required: bool | None = None,
 ) -> list[str]:
     """What the run would refuse in ``--model`` / ``--model_args``, checked without building the
     model: the name, each argument (``k=v``, known to the adapter, the required ones there) and
-    the files they name (:data:`PATH_ARGS`); the required arguments only when some are given. Each problem one message in the project's shape,
+    the files they name (:data:`PATH_ARGS`); the required arguments when ``required`` (None: when
+    some are given: ``doctor --model X`` alone asks what X needs installed). Each problem one message in the project's shape,
     ``<flag>: <what is wrong>; <how to fix>``; [] when there is none."""
     import difflib
     import inspect
@@ -480,8 +485,13 @@ def model_problems(
                 problems.append(
                     f"{args_flag}: {model} takes no argument {key!r}{hint}; it takes: {', '.join(params) or 'none'}"
                 )
-    for name, p in params.items():  # (no args at all: `doctor --model X` asks what X needs installed)
-        if values and p.default is p.empty and name not in values and name not in ("cache_dir", "device"):
+    for name, p in params.items():
+        if (
+            (bool(values) if required is None else required)
+            and p.default is p.empty
+            and name not in values
+            and name not in ("cache_dir", "device")
+        ):
             problems.append(f"{args_flag}: {model} needs {name}=...; add it, e.g. {args_flag} {name}=VALUE")
     for key, what in PATH_ARGS.items():
         value = values.get(key)

@@ -436,8 +436,12 @@ def check_out_dir(out: Path, arch: str) -> Path:
         foreign = sorted(name for name in present if name not in ours)
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-        what = "not empty" if ours is None else "a tiny model, but it also holds files the model did not write"
-        raise ConfigError(f"{WHERE} {out}: {what} ({shown}), which a tiny model would overwrite or remove; {fix}")
+        what = (
+            f"not empty ({shown}) and not a tiny model this command made"
+            if ours is None
+            else f"a tiny model, but it also holds files the model did not write ({shown})"
+        )
+        raise ConfigError(f"{WHERE} {out}: {what}, and a new tiny model would overwrite or remove them; {fix}")
     return final
 
 

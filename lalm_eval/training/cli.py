@@ -36,7 +36,10 @@ def parser() -> argparse.ArgumentParser:
         help="train on docs with one speaker (Tables 2, 3a) or several (Table 3b)",
     )
     ap.add_argument(
-        "--setting", default=None, help="the recipe's settings key (default: multi_speaker with --filter multi_speaker)"
+        "--setting",
+        default=None,
+        help="one of the recipe's settings (e.g. multi_speaker; default: multi_speaker with --filter multi_speaker "
+        "when the recipe has it, else its base hyperparameters)",
     )
     ap.add_argument("--tokens", default=None, help="prompt tuning: soft tokens per speaker (2..64)")
     ap.add_argument("--max_steps", default=-1, help="stop after N optimizer steps (-1: the epochs decide)")
@@ -97,6 +100,15 @@ def check_args(args) -> None:
     key_values(args.model_args, "--model_args")
     device_flag(args.device)
     _check_freeze(args.freeze)
+    from lalm_eval.training.recipes import load_recipe_and_setting
+
+    # the recipe file read and checked, --setting / --tokens against it: before the model or any example
+    recipe, _ = load_recipe_and_setting(args.recipe, args.tokens, args.setting, args.speakers)
+    if args.freeze.strip() and recipe.method != "full":
+        raise ConfigError(
+            f"--freeze: applies to the full recipe, not to {recipe.name!r} ({recipe.method}), which trains only its "
+            "own parameters; leave out --freeze or use --recipe full"
+        )
     from lalm_eval.training.trainer import checkpoints_in
 
     writable_folder(args.cache_dir, "--cache_dir")

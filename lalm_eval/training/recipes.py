@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 from pathlib import Path
 
 import yaml
@@ -19,6 +20,7 @@ from lalm_eval.errors import ConfigError
 
 RECIPE_DIR = Path(__file__).parent / "recipes"
 PLACEMENTS_FILE = Path(__file__).parent / "placements.yaml"
+RECIPE_KEYS_FILE = Path(__file__).parent / "recipe_keys.yaml"
 METHODS = ("full", "lora", "prompt_tuning")
 
 
@@ -47,15 +49,21 @@ def available_recipes() -> list[str]:
     return sorted(p.stem for p in RECIPE_DIR.glob("*.yaml"))
 
 
-def load_recipe(name: str, tokens: int | None = None, setting: str | None = None) -> Recipe:
-    """The recipe ``name`` (a file stem of ``recipes/`` or a path to a YAML file).
+@functools.lru_cache(maxsize=1)
+def recipe_keys() -> dict[str, dict]:
+    """The rules of a recipe's keys (``recipe_keys.yaml``): ``{"recipe", "training", "lora"}``."""
+    return yaml.safe_load(RECIPE_KEYS_FILE.read_text(encoding="utf-8"))
 
-    ``tokens`` (prompt tuning only) overrides the recipe's soft tokens per speaker; it must be one
-    of the recipe's ``allowed_tokens``. ``setting`` (``multi_speaker``) may set ``tokens`` too.
-    """
+
+def _recipe_path(name: str) -> Path:
     path = Path(name)
-    if not (path.suffix in (".yaml", ".yml") and path.is_file()):
-        path = RECIPE_DIR / f"{name}.yaml"
+    if path.suffix.lower() in (".yaml", ".yml") and (path.exists() or path.is_symlink()):
+        if not path.is_file():
+            raise ConfigError(
+                f"--recipe {name}: is not a file; give a recipe YAML file or one of {', '.join(available_recipes())}"
+            )
+        return path
+    path = RECIPE_DIR / f"{name}.yaml"
     if not path.is_file():
         close = difflib.get_close_matches(str(name), available_recipes(), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -63,19 +71,113 @@ def load_recipe(name: str, tokens: int | None = None, setting: str | None = None
             f"--recipe: unknown recipe {name!r}{hint}; available: {', '.join(available_recipes())} "
             "(or a path to a recipe YAML)"
         )
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    known = {f.name for f in dataclasses.fields(Recipe)} - {"file"}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise ConfigError(f"{path}: unknown recipe key(s) {unknown}; known: {sorted(known)}")
-    for key in ("name", "method", "citation", "training"):
-        if key not in data:
-            raise ConfigError(f"{path}: missing key {key!r}")
-    if data["method"] not in METHODS:
-        raise ConfigError(f"{path}: method {data['method']!r} is not one of {METHODS}")
-    if data["method"] == "lora" and not data.get("placement"):
-        raise ConfigError(f"{path}: a lora recipe needs `placement` (one of {sorted(load_placements()[1])})")
+    return path
+
+
+def _read_yaml(path: Path, where: str):
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # a BOM dropped
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{where}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot be read ({exc.strerror or exc}); give a readable recipe YAML") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split()).replace(";", ",")
+        raise ConfigError(f"{where}{line}: invalid YAML ({problem}); fix the syntax there") from None
+
+
+def recipe_data(name: str) -> tuple[Path, dict]:
+    """The recipe file ``name`` names (a stem of ``recipes/`` or a path) and its keys, every one
+    checked against ``recipe_keys.yaml`` (unknown keys with the closest known ones, missing
+    required ones, values by kind and range, the LoRA placement, each setting): every error names
+    the file (``--recipe <file>``) and comes before any example or model is loaded."""
+    from lalm_eval.llm.options import check_options
+
+    path = _recipe_path(name)
+    where = f"--recipe {path}"
+    data = _read_yaml(path, where)
+    if not isinstance(data, dict):
+        got = "empty" if data is None else f"a {type(data).__name__}, not a mapping"
+        raise ConfigError(
+            f"{where}: is {got}; a recipe is a mapping with name, method, citation and training "
+            f"(as {RECIPE_DIR.name}/lora_attn.yaml)"
+        )
+    keys = recipe_keys()
+    data = check_options(data, keys["recipe"], where, "{key}: {value}", noun="recipe key")
+    data["training"] = check_options(data["training"], keys["training"], f"{where}: training", "{key}: {value}", "key")
+    if "lora" in data:
+        data["lora"] = check_options(data["lora"], keys["lora"], f"{where}: lora", "{key}: {value}", "key")
+    if data["method"] == "lora":
+        placements = sorted(load_placements()[1])
+        if not data.get("placement"):
+            raise ConfigError(f"{where}: a lora recipe needs placement; add placement: one of {', '.join(placements)}")
+        if data["placement"] not in placements:
+            close = difflib.get_close_matches(data["placement"], placements, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(
+                f"{where}: placement {data['placement']!r} is not a placement{hint}; give one of {', '.join(placements)}"
+            )
+    overrides = {
+        **{k: {**rule, "required": False} for k, rule in keys["training"].items()},
+        "tokens": keys["recipe"]["tokens"],
+    }
+    for setting, value in (data.get("settings") or {}).items():
+        at = f"{where}: settings.{setting}"
+        points = value if isinstance(value, list) else [value]  # a list: a sweep grid, one mapping per point
+        for i, point in enumerate(points):
+            point_at = f"{at}[{i}]" if isinstance(value, list) else at
+            if not isinstance(point, dict):
+                raise ConfigError(
+                    f"{point_at}: is a {type(point).__name__}, not a mapping of training keys; "
+                    "write it as e.g. {learning_rate: 1.0e-4, num_train_epochs: 5}"
+                )
+            check_options(point, overrides, point_at, "{key}: {value}", "key")
+    return path, data
+
+
+def choose_setting(recipe: Recipe, setting: str | None, speakers: str | None = None) -> str | None:
+    """The setting a training runs under: ``--setting`` (one of the recipe's, else an error with
+    the closest names and the list), else ``multi_speaker`` under ``--filter multi_speaker`` when the
+    recipe has one, else None (the recipe's base ``training``)."""
+    settings = recipe.settings or {}
+    if setting is None:
+        return "multi_speaker" if speakers == "multi_speaker" and "multi_speaker" in settings else None
+    if setting not in settings:
+        close = difflib.get_close_matches(setting, list(settings), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        listed = ", ".join(settings) or "none"
+        raise ConfigError(
+            f"--setting: recipe {recipe.name!r} has no setting {setting!r}{hint}; its settings: {listed} "
+            "(leave out --setting to train with its base hyperparameters)"
+        )
+    if isinstance(settings[setting], list):
+        points = ", ".join(
+            " ".join(f"{k}={v}" for k, v in p.items() if k in ("learning_rate", "num_train_epochs"))
+            for p in settings[setting]
+        )
+        raise ConfigError(
+            f"--setting {setting}: recipe {recipe.name!r} gives a sweep grid ({points}), not one setting; "
+            "train each point on its own with --learning_rate and --epochs"
+        )
+    return setting
+
+
+def load_recipe(name: str, tokens: int | None = None, setting: str | None = None) -> Recipe:
+    """The recipe ``name`` (a file stem of ``recipes/`` or a path to a YAML file), checked
+    (:func:`recipe_data`).
+
+    ``tokens`` (prompt tuning only) overrides the recipe's soft tokens per speaker; it must be one
+    of the recipe's ``allowed_tokens``. ``setting`` (``multi_speaker``) must be one of the recipe's
+    settings (:func:`choose_setting`); it may set ``tokens`` too.
+    """
+    path, data = recipe_data(name)
     recipe = Recipe(**data, file=str(path))
+    if setting is not None:
+        choose_setting(recipe, setting)
     if recipe.method == "prompt_tuning":
         setting_tokens = ((recipe.settings or {}).get(setting) or {}).get("tokens") if setting else None
         n = tokens if tokens is not None else setting_tokens if setting_tokens is not None else recipe.tokens
@@ -90,6 +192,30 @@ def load_recipe(name: str, tokens: int | None = None, setting: str | None = None
             f"--tokens: applies to prompt tuning, not to recipe {recipe.name!r} ({recipe.method}); leave it out"
         )
     return recipe
+
+
+def load_recipe_and_setting(
+    name: str, tokens: int | None = None, setting: str | None = None, speakers: str | None = None
+) -> tuple[Recipe, str | None]:
+    """:func:`load_recipe` under the setting :func:`choose_setting` picks (``--setting`` /
+    ``--filter``): what ``lalm-eval train`` checks before anything is loaded, and trains with."""
+    chosen = choose_setting(load_recipe(name), setting, speakers)
+    return load_recipe(name, tokens=tokens, setting=chosen), chosen
+
+
+def check_optimizer(recipe: Recipe, optim: str) -> None:
+    """``optim`` (the recipe's ``training.optim``) is one of transformers' ``OptimizerNames``, else
+    an error naming the recipe file (transformers would raise a bare ValueError)."""
+    from transformers.training_args import OptimizerNames
+
+    names = [o.value for o in OptimizerNames]
+    if optim not in names:
+        close = difflib.get_close_matches(str(optim), names, n=2)
+        hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+        raise ConfigError(
+            f"--recipe {recipe.file}: training: optim {optim!r} is not an optimizer transformers knows{hint}; "
+            "give e.g. optim: adamw_torch"
+        )
 
 
 def load_placements() -> tuple[dict, dict]:

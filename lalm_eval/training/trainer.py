@@ -182,7 +182,7 @@ def train(adapter, opts: TrainOptions) -> dict:
 
     from lalm_eval.models.hf_base import HFAudioAdapter, fingerprint
     from lalm_eval.training.data import Collator, ExampleDataset, memoised_features, training_examples
-    from lalm_eval.training.recipes import apply_recipe, freeze_components, load_recipe
+    from lalm_eval.training.recipes import apply_recipe, check_optimizer, freeze_components, load_recipe_and_setting
     from lalm_eval.training.soft_prompts import SoftPromptModel, SoftPrompts
 
     if not isinstance(adapter, HFAudioAdapter):
@@ -195,8 +195,7 @@ def train(adapter, opts: TrainOptions) -> dict:
             "--model_args: peft= / soft_prompts= give a trained output, not a model to train; "
             "start from a base or merged model (pretrained=)"
         )
-    setting = opts.setting or ("multi_speaker" if opts.speakers == "multi_speaker" else None)
-    recipe = load_recipe(opts.recipe, tokens=opts.tokens, setting=setting)
+    recipe, setting = load_recipe_and_setting(opts.recipe, opts.tokens, opts.setting, opts.speakers)
     if opts.freeze and recipe.method != "full":
         raise ConfigError(
             f"--freeze: applies to the full recipe, not to {recipe.name!r} ({recipe.method}), which trains only its "
@@ -205,6 +204,7 @@ def train(adapter, opts: TrainOptions) -> dict:
     out = Path(opts.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     hp = recipe.training_args(setting)
+    check_optimizer(recipe, hp.get("optim", "adamw_torch"))
     cuda = adapter.device.startswith("cuda")
     args = TrainingArguments(
         output_dir=str(out / "checkpoints"),
@@ -297,8 +297,13 @@ def train(adapter, opts: TrainOptions) -> dict:
         }
         (out / "train_info.json").write_text(json.dumps(started, indent=2) + "\n", encoding="utf-8")
     start = time.time()
-    with memoised_features(adapter) as memo:  # each clip's features computed once
-        result = trainer.train(resume_from_checkpoint=str(resume_path) if resume_path else None)
+    from lalm_eval.cli_support import interrupt_note
+
+    with interrupt_note(  # trainer.state is replaced when training starts: read it when interrupted
+        lambda: interrupted_training(Path(args.output_dir), trainer.state.global_step, trainer.state.max_steps, opts)
+    ):
+        with memoised_features(adapter) as memo:  # each clip's features computed once
+            result = trainer.train(resume_from_checkpoint=str(resume_path) if resume_path else None)
     seconds = time.time() - start
     shards = _seen_by_rank(seen, args.world_size)
     points = [{"step": e["step"], "loss": e["loss"]} for e in trainer.state.log_history if "loss" in e]
@@ -355,6 +360,21 @@ def train(adapter, opts: TrainOptions) -> dict:
 
 
 CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+
+
+def interrupted_training(checkpoint_dir: Path, step: int, max_steps: int, opts: TrainOptions) -> str:
+    """What a Ctrl-C during training leaves (``lalm-eval: interrupted; ...``): the last complete
+    checkpoint to resume from, or that there is none yet and the steps are lost."""
+    complete, _ = checkpoints_in(checkpoint_dir)
+    if complete:
+        return (
+            f"stopped at step {step} of {max_steps}; the last complete checkpoint is {complete[-1]} "
+            "(rerun with --resume_from_checkpoint to continue from it)"
+        )
+    return (
+        f"stopped at step {step} of {max_steps} with no checkpoint saved yet (one every --save_steps "
+        f"{opts.save_steps} steps), so nothing can resume; rerun to start over (a lower --save_steps keeps more)"
+    )
 
 
 def checkpoints_in(checkpoint_dir: Path) -> tuple[list[Path], list[Path]]:
