@@ -22,6 +22,11 @@ def _build(args) -> int:
         return _build_mcq(args)
     args.corpus = args.corpus or "embedded"
     args.out = args.out or "msu-bench"
+    if args.mcq_dir:  # the release beside a corpus: an import that keeps nothing stops before the planning
+        from msu_bench.mcq import check_kept
+        from msu_bench.mcq_export import mcq_summary
+
+        check_kept(mcq_summary(args.mcq_dir), args.mcq_dir)
     with staged_build(args.out, "--out"):  # --out checked, its stage opened before anything is imported or read
         from msu_bench.export import build
         from msu_bench.plan import load_preset

@@ -99,7 +99,7 @@ class Stage:
         """One line for the command's report ('' when there is nothing to say)."""
         parts = list(self.notes)
         if self.previous == "half-built":
-            parts.append(f"replaced the half-written {self.kind.what} that was there")
+            parts.append("replaced the half-built folder that was there")
         if self.kept:
             shown = ", ".join(self.kept[:5]) + (f" and {len(self.kept) - 5} more" if len(self.kept) > 5 else "")
             parts.append(
@@ -218,7 +218,7 @@ def print_folder_report(prog: str, out, info: dict) -> None:
     for note in folder.get("notes", []):
         print(f"{prog}: {out}: {note}", file=sys.stderr)
     if folder.get("previous") == "half-built":
-        print(f"{prog}: {out}: replaced the half-written {what} that was there", file=sys.stderr)
+        print(f"{prog}: {out}: replaced the half-built folder that was there", file=sys.stderr)
     kept = folder.get("kept_files") or []
     if kept:
         print(

@@ -155,6 +155,11 @@ def _mcq_english_only(tmp: Path) -> list:
     return ["build", "--mcq-dir", rel, "--out", tmp / "mcq"]
 
 
+def _mcq_beside_corpus(tmp: Path) -> list:
+    """The release beside the embedded corpus: refused before the corpus is planned."""
+    return [*_mcq_english_only(tmp), "--corpus", "embedded"]
+
+
 def _mcq_nothing_built(tmp: Path, result) -> None:
     assert not (tmp / "mcq").exists() and not list(tmp.glob("mcq.tmp-*"))
 
@@ -268,6 +273,13 @@ CASES = [
         "msu-bench",
         _mcq_english_only,
         says=("--mcq-dir", "no question kept of the 7 read", "no source audio: 7"),
+        check=_mcq_nothing_built,
+    ),
+    Case(
+        "nu-bench-mcq-beside-corpus-keeps-none",
+        "msu-bench",
+        _mcq_beside_corpus,
+        says=("--mcq-dir", "no question kept of the 7 read"),
         check=_mcq_nothing_built,
     ),
     Case(
