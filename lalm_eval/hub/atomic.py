@@ -61,6 +61,7 @@ class FolderKind:
     own_globs: tuple[str, ...]  # globs that find those files cheaply (a half-written output)
     recorded_keys: tuple[str, ...]  # keys of info_file whose value (a path, a list or a mapping) names its files
     foreign: str = "refuse"  # a folder of other files only: "refuse" (an error) or "keep" (carried over, listed)
+    not_into: tuple[str, ...] = ()  # files that say the folder is another tool's output: refused
 
 
 BUILD = FolderKind(
@@ -80,6 +81,7 @@ SFT_EXPORT = FolderKind(
     ("audio/*.wav",),
     ("jsonl",),
     foreign="keep",
+    not_into=("build_info.json",),  # a dataset build: the export does not go inside it
 )
 
 
@@ -162,7 +164,7 @@ def staged_build(out, flag: str = "--out", kind: FolderKind = BUILD) -> Iterator
     here = Path(os.path.realpath(os.getcwd()))
     if final == here or final in here.parents:
         raise ConfigError(
-            f"{flag} {out!s}: is the current folder (or holds it), which a {kind.what} replaces as a whole; "
+            f"{flag} {out!s}: is the current folder (or holds it), which the {kind.what} replaces as a whole; "
             f"give a folder of its own, e.g. {flag} ./{here.name}-build"
         )
     notes = _recover(final, out, flag)
@@ -370,6 +372,12 @@ def _previous(final: Path, given, flag: str, kind: FolderKind = BUILD) -> tuple[
     entries = sorted(final.iterdir())
     if not entries:
         return "empty", []
+    other = next((name for name in kind.not_into if (final / name).is_file()), None)
+    if other is not None:
+        raise ConfigError(
+            f"{flag} {given}: holds {other}, the output of another tool (a dataset build), which the "
+            f"{kind.what} would be mixed into; give a folder of its own, e.g. {flag} {final.name}-{kind.what}"
+        )
     info = final / kind.info_file
     has_info, has_own = info.is_file(), _our_files(final, kind)
     if not has_info and not has_own and kind.foreign == "refuse":

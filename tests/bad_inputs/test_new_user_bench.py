@@ -142,6 +142,10 @@ def _sft(*extra):
     return lambda tmp: ["export-sft", "--format", "ms-swift", "--out", tmp / "sft", "--dataset", bench(), *extra]
 
 
+def _untouched_bench() -> None:
+    assert not (bench() / "audio").exists() and not list(bench().parent.glob("palm-bench.*-*"))
+
+
 def _nothing_written(tmp: Path, result) -> None:
     assert not (tmp / "sft").exists() and not list(tmp.glob("sft.tmp-*"))
 
@@ -266,6 +270,14 @@ CASES = [
         _sft("--tasks", "recognition,palm_recognition"),
         says=("--tasks", "same task (palm_recognition)"),
         check=_nothing_written,
+    ),
+    # the export pointed into a dataset build (it would be mixed into its files): refused, the build untouched
+    Case(
+        "nu-bench-sft-out-is-a-build",
+        "palm-bench",
+        lambda tmp: ["export-sft", "--format", "ms-swift", "--out", bench(), "--dataset", bench()],
+        says=("--out", "holds build_info.json", "give a folder of its own"),
+        check=lambda tmp, result: _untouched_bench(),
     ),
     # F23: an import that keeps no question
     Case(
