@@ -347,7 +347,8 @@ def check_cache(cache_dir: Path, source: str = "--cache_dir") -> Line:
     import tempfile
 
     folder = Path(cache_dir).expanduser()
-    fix = f"point {source} at a folder you can write to (it is made when missing)"
+    flag = source if source.startswith("-") or source.isupper() else "LALM_EVAL_CACHE"
+    fix = f"point {flag} at a folder you can write to (it is made when missing)"
     for above in (folder, *folder.parents):
         if above.exists() or above.is_symlink():
             if not above.is_dir():
@@ -366,9 +367,9 @@ def check_cache(cache_dir: Path, source: str = "--cache_dir") -> Line:
             FAIL, "cache directory", f"{cache_dir} ({source}): cannot write there{where}: {exc.strerror or exc}; {fix}"
         )
     if probe != folder:
-        return Line(OK, "cache directory", f"{cache_dir} (not created yet; {source} moves it)")
+        return Line(OK, "cache directory", f"{cache_dir} (not created yet; {flag} moves it)")
     size, files = _dir_size(folder)
-    return Line(OK, "cache directory", f"{cache_dir}: {size / 1e6:.1f} MB in {files} files ({source} moves it)")
+    return Line(OK, "cache directory", f"{cache_dir}: {size / 1e6:.1f} MB in {files} files ({flag} moves it)")
 
 
 def check_task_folders(include_paths) -> list[Line]:
@@ -515,7 +516,10 @@ def run(args) -> tuple[list[Line], int]:
     if args.cache_dir:
         lines.append(check_cache(Path(args.cache_dir), "--cache_dir"))
     else:
-        lines.append(check_cache(_default_cache(), "LALM_EVAL_CACHE"))
+        named = bool(os.environ.get("LALM_EVAL_CACHE"))
+        lines.append(
+            check_cache(_default_cache(), "LALM_EVAL_CACHE" if named else "the default, LALM_EVAL_CACHE unset")
+        )
     lines += check_task_folders(args.include_path)
     if args.model:
         modules, envs, error = _needs_of_model(args.model, args.model_args)

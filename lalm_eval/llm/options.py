@@ -115,8 +115,10 @@ def model_folder_problem(value: str, chat_template: bool = True) -> str | None:
         missing = []
         if not (path / "config.json").is_file():
             missing.append("config.json")
-        if not any(path.glob("*.safetensors")) and not any(path.glob("*.bin")):
-            missing.append("weights (*.safetensors or *.bin)")
+        from lalm_eval.fingerprint import WEIGHT_SUFFIXES
+
+        if not any(p.name.endswith(WEIGHT_SUFFIXES) for p in path.iterdir()):
+            missing.append("weights (*.safetensors, *.bin ...)")
         if chat_template and not _has_chat_template(path):
             missing.append("chat template")
         return f"the folder has no {', no '.join(missing)}" if missing else None
@@ -150,7 +152,8 @@ def check_value(key: str, value: Any, rule: dict, where: str, example: str = "{k
     why = f" ({rule['why']})" if rule.get("why") else ""
 
     def bad(what: str, got: str | None = None):
-        raise ConfigError(f"{where}: {key}: {what}{why}, got {got or _shown(value)}; {fix}")
+        shown = "a value (not shown: a secret)" if rule.get("secret") else got or _shown(value)
+        raise ConfigError(f"{where}: {key}: {what}{why}, got {shown}; {fix}")
 
     if kind in TEXT_KINDS:
         if isinstance(value, (bool, list, dict)) or value is None:

@@ -416,12 +416,12 @@ def check_out_dir(out: Path, arch: str) -> Path:
     a file, the current folder or one holding it (the model is renamed into place), and a folder
     that holds anything but an earlier tiny model of this command (a user's files, a real model,
     or files added to an earlier tiny model: they would be lost with it)."""
-    final = Path(os.path.abspath(out.expanduser()))
+    final = out.expanduser().resolve()  # a link: the folder it points at is replaced, the link kept
     fix = f"give a new or empty folder, e.g. tiny-{arch}; nothing was written"
     if out.exists() and not out.is_dir():
         raise ConfigError(f"{WHERE} {out}: is a file, not a folder; {fix}")
     cwd = Path.cwd().resolve()
-    if out.exists() and (final.resolve() == cwd or final.resolve() in cwd.parents):
+    if out.exists() and (final == cwd or final in cwd.parents):
         raise ConfigError(
             f"{WHERE} {out}: is the current folder (or holds it), and the model is written beside it and renamed "
             f"into place; {fix}"

@@ -22,6 +22,14 @@ RECIPE_DIR = Path(__file__).parent / "recipes"
 PLACEMENTS_FILE = Path(__file__).parent / "placements.yaml"
 RECIPE_KEYS_FILE = Path(__file__).parent / "recipe_keys.yaml"
 METHODS = ("full", "lora", "prompt_tuning")
+#: recipe keys only one method reads (anything else would be silently ignored)
+METHOD_KEYS = {
+    "placement": "lora",
+    "lora": "lora",
+    "tokens": "prompt_tuning",
+    "allowed_tokens": "prompt_tuning",
+    "init_scale": "prompt_tuning",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +119,12 @@ def recipe_data(name: str) -> tuple[Path, dict]:
     data["training"] = check_options(data["training"], keys["training"], f"{where}: training", "{key}: {value}", "key")
     if "lora" in data:
         data["lora"] = check_options(data["lora"], keys["lora"], f"{where}: lora", "{key}: {value}", "key")
+    for key, method in METHOD_KEYS.items():
+        if key in data and data["method"] != method:
+            raise ConfigError(
+                f"{where}: {key} applies to method {method}, and this recipe's method is {data['method']}, "
+                f"so it would be ignored; remove {key} or set method: {method}"
+            )
     if data["method"] == "lora":
         placements = sorted(load_placements()[1])
         if not data.get("placement"):

@@ -434,6 +434,11 @@ TRAIN_CASES = [
             says=("settings.multi_speaker", "learning_rate"),
         ),
     ),
+    Case(
+        "nu-tools-recipe-key-of-another-method",
+        CLI,
+        **recipe_case(("method: lora", "method: full"), says=("placement applies to method lora", "method: lora")),
+    ),
     # F19: a setting the recipe does not have
     Case(
         "nu-tools-train-setting-unknown",
