@@ -495,6 +495,7 @@ def test_enrollment_reads_mp3_and_lists_what_it_cannot_use(tmp_path):
     reasons = {s["item"]: s["reason"] for s in clips.skips}
     assert set(reasons) == {"Bob/", "Bob/empty.flac", "Karen/broken.wav", "Karen/notes.txt", "Karen/old/", "list.csv"}
     assert "subject 'Bob' is not enrolled" in reasons["Bob/"] and "not an audio file" in reasons["Karen/notes.txt"]
+    assert reasons["Bob/empty.flac"].startswith("empty file")
     assert "cannot decode" in reasons["Karen/broken.wav"] or "no samples" in reasons["Karen/broken.wav"]
     assert all(looks_like_audio(Path(f"x.{s}")) for s in ("m4a", "aac", "webm", "opus", "mp3", "WAV"))
 

@@ -155,6 +155,9 @@ def _from_folders(root: Path, speakers: list[Path]) -> EnrollmentClips:
             if not looks_like_audio(f):
                 skip(f, f"not an audio file ({mimetypes.guess_type(f.name)[0] or 'unknown type'})")
                 continue
+            if f.stat().st_size == 0:
+                skip(f, "empty file (0 bytes); replace it with the clip or remove it")
+                continue
             try:
                 audio, _ = read_audio(f, TARGET_SR)
             except AudioError as exc:
