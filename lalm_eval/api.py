@@ -32,9 +32,19 @@ import numpy as np
 
 AUDIO_SR = 16_000
 #: kinds of failed response: a provider's refusal or content filter, audio past the model's limit
-#: under ``long_audio=refuse``, a provider's 4xx that retrying cannot fix, retries exhausted
-#: (429/5xx/timeouts), not run because ``--max_cost`` was reached, anything else
-FAILURE_KINDS = ("refusal", "content_filter", "audio_over_limit", "bad_request", "retries_exhausted", "budget", "error")
+#: under ``long_audio=refuse``, audio shorter than the model can hear, a provider's 4xx that
+#: retrying cannot fix, retries exhausted (429/5xx/timeouts), not run because ``--max_cost`` was
+#: reached, anything else
+FAILURE_KINDS = (
+    "refusal",
+    "content_filter",
+    "audio_over_limit",
+    "audio_too_short",
+    "bad_request",
+    "retries_exhausted",
+    "budget",
+    "error",
+)
 LONG_AUDIO_POLICIES = ("refuse", "truncate", "chunk")
 
 

@@ -8,7 +8,7 @@ answer), the chat messages and the generation kwargs.
 :class:`ResponseCache` keeps successful responses in one SQLite file (WAL mode, busy timeout) that
 several processes — accelerate's data-parallel ranks, or a rerun next to a running job — may read
 and write at once. Every :meth:`ResponseCache.put_many` commits at once, so a killed run loses at
-most the chunk in flight. Failed responses are never stored: they are retried on the next run.
+most the chunk in flight (the batch in flight, for adapters that report each batch). Failed responses are never stored: they are retried on the next run.
 A damaged, locked or foreign file is a :class:`~lalm_eval.sqlite_store.StoreError` naming it (a
 damaged one is set aside and its readable rows kept, see :mod:`lalm_eval.sqlite_store`); no API
 key is ever stored (:mod:`lalm_eval.redaction`).
@@ -130,7 +130,9 @@ class CachedAdapter(Adapter):
 
     Requests whose key is in the cache are answered from it (``cached=True``); only the misses
     reach the inner adapter, ``chunk_size`` at a time, and each chunk's successes are committed
-    before the next starts. A request without a ``key`` gets one from :func:`request_key`
+    before the next starts — or each batch's, as it finishes, from an adapter that reports its
+    batches (an ``on_answers`` attribute, :class:`~lalm_eval.models.hf_base.HFAudioAdapter`), so
+    that a Ctrl-C or a kill loses the batch in flight only (a commit costs about 0.4 ms). A request without a ``key`` gets one from :func:`request_key`
     (``task_hashes`` maps task names to hashes; the task name stands in when absent). Requests
     sharing a key within one call are generated once.
 
@@ -173,15 +175,30 @@ class CachedAdapter(Adapter):
         self.misses += len(requests) - n_hits
         fresh: dict[str, Response] = {}
         pending = list(todo.values())
-        for i in range(0, len(pending), self.chunk_size):
-            chunk = pending[i : i + self.chunk_size]
-            out = self.inner.generate(chunk, batch_size)
-            if len(out) != len(chunk):
-                raise LalmEvalError(
-                    f"adapter {self.inner.name!r} returned {len(out)} responses for {len(chunk)} requests"
-                )
-            self.n_generated += len(chunk)
-            pairs = [(r.key, resp) for r, resp in zip(chunk, out)]
-            self.cache.put_many(pairs)
-            fresh.update(pairs)
+        stored: set[str] = set()
+
+        def keep(pairs) -> None:  # the inner adapter's finished batch, committed at once
+            rows = [(r.key, resp) for r, resp in pairs if r.key and r.key not in stored]
+            self.cache.put_many(rows)
+            stored.update(key for key, _ in rows)
+
+        hook = "on_answers" in vars(self.inner)  # adapters that report each finished batch (hf_base)
+        previous = self.inner.on_answers if hook else None
+        if hook:
+            self.inner.on_answers = keep
+        try:
+            for i in range(0, len(pending), self.chunk_size):
+                chunk = pending[i : i + self.chunk_size]
+                out = self.inner.generate(chunk, batch_size)
+                if len(out) != len(chunk):
+                    raise LalmEvalError(
+                        f"adapter {self.inner.name!r} returned {len(out)} responses for {len(chunk)} requests"
+                    )
+                self.n_generated += len(chunk)
+                pairs = [(r.key, resp) for r, resp in zip(chunk, out)]
+                self.cache.put_many([(key, resp) for key, resp in pairs if key not in stored])
+                fresh.update(pairs)
+        finally:
+            if hook:
+                self.inner.on_answers = previous
         return [found[r.key] if r.key in found else fresh[r.key] for r in requests]

@@ -16,6 +16,7 @@ Imports stay lazy so start-up is fast: torch/transformers load only when a model
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -27,7 +28,17 @@ from pathlib import Path
 from lalm_eval import __version__
 from lalm_eval.errors import ConfigError, LalmEvalError
 
-DEFAULT_CACHE = Path(os.environ.get("LALM_EVAL_CACHE", Path.home() / ".cache" / "lalm_eval"))
+CACHE_ENV = "LALM_EVAL_CACHE"
+
+
+def default_cache() -> Path:
+    """The default ``--cache_dir``: ``$LALM_EVAL_CACHE`` (``~`` expanded; empty counts as unset),
+    else ``~/.cache/lalm_eval``. Read when a command starts, so the environment it runs in counts."""
+    value = os.environ.get(CACHE_ENV, "").strip()
+    return Path(value).expanduser() if value else Path.home() / ".cache" / "lalm_eval"
+
+
+DEFAULT_CACHE = default_cache()
 SUBCOMMANDS = ("tasks", "make-tiny-model", "paths", "report", "check", "train", "doctor")
 
 # -- flag values, checked before anything is loaded: each error names the flag and the fix -------
@@ -137,15 +148,32 @@ def device_flag(value: str | None, flag: str = "--device") -> str | None:
     return value
 
 
+def flag_source(path, flag: str) -> str:
+    """Where a folder's value came from, as the error names it: ``flag`` and the value, or for a
+    ``--cache_dir`` left at its default the ``LALM_EVAL_CACHE`` variable that set it."""
+    env = os.environ.get(CACHE_ENV, "").strip()
+    if flag == "--cache_dir" and env and Path(env).expanduser() == Path(str(path)).expanduser():
+        return f"{CACHE_ENV}={env} (the default --cache_dir)"
+    return f"{flag} {path}"
+
+
 def writable_folder(path, flag: str) -> Path:
-    """The folder ``path`` (made when missing), checked writable now, before any model call: a
-    file there, a file above it, or a folder that cannot be written is an error naming ``flag``."""
-    folder = Path(path).expanduser()
+    """The folder ``path`` (``~`` expanded, made when missing), checked writable now, before any
+    model call: empty, a file there, a file above it, or a folder that cannot be written is an
+    error naming ``flag`` (or ``LALM_EVAL_CACHE`` when that set it). Use the returned path: it is the
+    one checked."""
+    if path is None or not str(path).strip():
+        raise ConfigError(f"{flag}: empty; give a folder (it is made when missing), or leave the flag out")
+    folder = Path(str(path).strip()).expanduser()
+    where = flag_source(path, flag)
+    fix = (
+        "unset it or point it at a folder" if where.startswith(CACHE_ENV) else "give a folder (it is made when missing)"
+    )
     for above in (folder, *folder.parents):
         if above.exists() or above.is_symlink():
             if not above.is_dir():
-                where = "is a file, not a folder" if above == folder else f"is under {above}, which is a file"
-                raise ConfigError(f"{flag} {path}: {where}; give a folder (it is made when missing)")
+                what = "is a file, not a folder" if above == folder else f"is under {above}, which is a file"
+                raise ConfigError(f"{where}: {what}; {fix}")
             break
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -153,9 +181,29 @@ def writable_folder(path, flag: str) -> Path:
             pass
     except OSError as exc:
         raise ConfigError(
-            f"{flag} {path}: cannot write there ({exc.strerror or exc}); give a folder you can write to"
+            f"{where}: cannot write there ({exc.strerror or exc}); "
+            + (
+                "unset it or point it at a folder you can write to"
+                if where.startswith(CACHE_ENV)
+                else "give a folder you can write to"
+            )
         ) from None
     return folder
+
+
+def include_paths_flag(values, flag: str = "--include_path") -> list[str] | None:
+    """``--include_path`` values with ``~`` expanded; an empty one (an unset shell variable) is an
+    error, not the current folder (whose every YAML file would be read as a task)."""
+    if not values:
+        return None
+    out = []
+    for value in values:
+        if not str(value).strip():
+            raise ConfigError(
+                f"{flag}: empty; give a folder of task YAML files (or one YAML file), or leave the flag out"
+            )
+        out.append(os.path.expanduser(str(value).strip()))
+    return out
 
 
 def flag_error(flag: str, exc: LalmEvalError, fix: str) -> LalmEvalError:
@@ -172,7 +220,8 @@ def flag_error(flag: str, exc: LalmEvalError, fix: str) -> LalmEvalError:
 
 def check_eval_args(args) -> None:
     """Every flag of a run checked (and converted) before a task, a dataset or a model is loaded;
-    ``--output_path`` is made and probed now, so that a finished evaluation is never lost to it."""
+    ``--output_path`` and ``--cache_dir`` are made and probed now (``~`` expanded once, the checked
+    path used by every writer), so that a finished evaluation is never lost to them."""
     args.task_list = task_names(args.tasks)
     if args.limit is not None:
         args.limit = whole_number(args.limit, "--limit", 1, "omit --limit to run every doc")
@@ -188,16 +237,19 @@ def check_eval_args(args) -> None:
         args.max_failure_share = real_number(
             args.max_failure_share, "--max_failure_share", "give a share such as 0.05", minimum=0, maximum=1
         )
-    if args.prices is not None and not Path(args.prices).is_file():
-        raise ConfigError(
-            f"--prices {args.prices}: no such file; give a price table YAML (see lalm_eval/models/prices.yaml)"
-        )
+    if args.prices is not None:
+        args.prices = os.path.expanduser(args.prices)
+        if not Path(args.prices).is_file():
+            raise ConfigError(
+                f"--prices {args.prices}: no such file; give a price table YAML (see lalm_eval/models/prices.yaml)"
+            )
     args.gen_kwargs_dict = gen_kwargs_flag(args.gen_kwargs)
+    args.include_path = include_paths_flag(args.include_path)
     _model_args(args.model_args)
     device_flag(args.device)
-    writable_folder(args.cache_dir, "--cache_dir")
-    if args.output_path:
-        writable_folder(args.output_path, "--output_path")
+    args.cache_dir = str(writable_folder(default_cache() if args.cache_dir is None else args.cache_dir, "--cache_dir"))
+    if args.output_path is not None:
+        args.output_path = str(writable_folder(args.output_path, "--output_path"))
 
 
 def eval_parser() -> argparse.ArgumentParser:
@@ -216,7 +268,11 @@ def eval_parser() -> argparse.ArgumentParser:
     ap.add_argument("--seed", default=0, help="0 to 4294967295 (numpy's range)")
     ap.add_argument("--device", default=None, help="cpu, cuda, cuda:N or auto (default: the adapter's)")
     ap.add_argument("--gen_kwargs", default="", help="k=v,k=v overriding every task's generation kwargs")
-    ap.add_argument("--cache_dir", default=str(DEFAULT_CACHE), help="datasets, embeddings and response cache")
+    ap.add_argument(
+        "--cache_dir",
+        default=None,
+        help=f"datasets, embeddings and response cache (default: ${CACHE_ENV}, else ~/.cache/lalm_eval)",
+    )
     ap.add_argument("--no_cache", action="store_true", help="do not read or write the response cache")
     ap.add_argument(
         "--stream_chunk",
@@ -328,13 +384,26 @@ def attach_budget(adapter, args) -> None:
         adapter.budget = Budget(args.max_cost, prices)
 
 
-def build_adapter(
+@dataclasses.dataclass
+class AdapterSpec:
+    """A ``--model`` and its ``--model_args`` checked, not yet built (:func:`adapter_spec`)."""
+
+    model: str
+    cls: type
+    model_args: dict
+    from_flag: bool  # the device came from --device (not from --model_args device=)
+
+
+def adapter_spec(
     model: str, model_args_text: str, device: str | None, cache_dir: str, use_response_cache: bool = True
-):
-    """The registered adapter ``model`` built from ``k=v,k=v`` args (``--device`` and, for adapters
-    with caches of their own, ``--cache_dir`` passed on; adapters that write answers to the response
-    cache themselves, ``WRITES_RESPONSE_CACHE``, get none under ``--no_cache``). Unknown args are
-    named with the ones the adapter takes."""
+) -> AdapterSpec:
+    """The registered adapter ``model`` and its ``k=v,k=v`` args, checked without building it:
+    unknown or missing args named with the ones the adapter takes, ``~`` expanded in each value
+    that starts with it (paths: ``pretrained=~/m``; transformers would take ``~/m`` for a Hub
+    id, and the shell leaves a ``~`` after ``=`` alone). ``--device`` and,
+    for adapters with caches of their own, ``--cache_dir`` are passed on; adapters that write
+    answers to the response cache themselves (``WRITES_RESPONSE_CACHE``) get none under
+    ``--no_cache``."""
     import difflib
     import inspect
 
@@ -342,7 +411,10 @@ def build_adapter(
     from lalm_eval.models import MODELS
     from lalm_eval.parallel import local_device
 
-    model_args = _model_args(model_args_text)
+    model_args = {
+        k: os.path.expanduser(v) if isinstance(v, str) and v.startswith("~") else v
+        for k, v in _model_args(model_args_text).items()
+    }
     from_flag = device is not None
     device = local_device(device or model_args.get("device"))
     if device:
@@ -375,12 +447,46 @@ def build_adapter(
         raise ConfigError(
             f"--model_args: {model} cannot be built from them ({exc}); it takes: {', '.join(params) or 'none'}"
         ) from None
-    try:  # built, and its identity (model files hashed, nothing loaded) known: a missing model shows now
-        adapter = adapter_cls(**model_args)
+    return AdapterSpec(model, adapter_cls, model_args, from_flag)
+
+
+def _told(spec: AdapterSpec, exc: LalmEvalError) -> LalmEvalError:
+    """``exc`` from building ``spec`` in the one shape: a device problem names ``--device`` when the
+    device came from that flag; other messages get ``--model M`` in front unless they name a flag."""
+    device = spec.model_args.get("device")
+    prefix = f"--model_args device={device}"
+    if spec.from_flag and str(exc).startswith(prefix + ":"):
+        exc.args = (f"--device {device}" + str(exc)[len(prefix) :], *exc.args[1:])
+        return exc
+    return flag_error(f"--model {spec.model}", exc, "check --model_args (pretrained=...) and --device")
+
+
+def build_from_spec(spec: AdapterSpec, identify: bool = True):
+    """The adapter of ``spec`` built and (``identify``) its identity computed (model files hashed,
+    nothing loaded), so that a missing model shows now; errors told by :func:`_told`."""
+    try:
+        adapter = spec.cls(**spec.model_args)
+        if identify:
+            adapter.identity()
+    except LalmEvalError as exc:
+        raise _told(spec, exc) from None
+    return adapter
+
+
+def identify(spec: AdapterSpec, adapter) -> None:
+    """``adapter.identity()`` (model files hashed), errors told by :func:`_told`."""
+    try:
         adapter.identity()
     except LalmEvalError as exc:
-        raise flag_error(f"--model {model}", exc, "check --model_args (pretrained=...) and --device") from None
-    return adapter
+        raise _told(spec, exc) from None
+
+
+def build_adapter(
+    model: str, model_args_text: str, device: str | None, cache_dir: str, use_response_cache: bool = True
+):
+    """The registered adapter ``model`` built from ``k=v,k=v`` args (:func:`adapter_spec`), its
+    identity known (:func:`build_from_spec`)."""
+    return build_from_spec(adapter_spec(model, model_args_text, device, cache_dir, use_response_cache))
 
 
 def run_eval(args) -> int:
@@ -388,17 +494,21 @@ def run_eval(args) -> int:
 
     import numpy as np
 
+    from lalm_eval.cli_support import interrupt_note
     from lalm_eval.evaluator import evaluate, open_tasks
     from lalm_eval.report.assemble import write_outputs
 
-    check_eval_args(args)  # every flag, and --output_path made and probed
+    check_eval_args(args)  # every flag, and --output_path / --cache_dir made and probed
     random.seed(args.seed)
     np.random.seed(args.seed)
     from lalm_eval.parallel import is_main_process
 
     tasks = args.task_list
+    spec = adapter_spec(args.model, args.model_args, args.device, args.cache_dir, use_response_cache=not args.no_cache)
+    # an adapter whose building loads nothing is built now: its args checked before the tasks
+    early = build_from_spec(spec, identify=False) if getattr(spec.cls, "BUILT_BEFORE_TASKS", False) else None
     # every task loaded (YAML, metrics, filters), its dataset, config and split opened and its first
-    # doc rendered: before a model is built
+    # doc rendered: before a model is built (or, built above, hashed)
     opened = open_tasks(tasks, include_path=args.include_path, cache_dir=Path(args.cache_dir), limit=args.limit)
     for task, (docs, _, _) in zip(opened.tasks, opened.docs):
         if not len(docs):
@@ -417,9 +527,11 @@ def run_eval(args) -> int:
                 exc,
                 "give e.g. --judge openai:model=M,base_url=URL, hf:pretrained=DIR or a preset of lalm_eval/judges/presets.yaml",
             ) from None
-    adapter = build_adapter(
-        args.model, args.model_args, args.device, args.cache_dir, use_response_cache=not args.no_cache
-    )
+    if early is not None:
+        adapter = early
+        identify(spec, adapter)
+    else:
+        adapter = build_from_spec(spec)
     attach_budget(adapter, args)
     if args.dry_run:
         from lalm_eval.evaluator import plan_run
@@ -435,10 +547,12 @@ def run_eval(args) -> int:
             stream_chunk=args.stream_chunk,
             opened=opened,
         )
-        print(format_plan(plan))
+        out = None
         if args.output_path:
             out = Path(args.output_path) / "dry_run.json"
             out.write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")
+        print(format_plan(plan))
+        if out is not None:
             print(f"wrote {out}")
         return 0
     run = evaluate(
@@ -473,13 +587,20 @@ def run_eval(args) -> int:
 
     if not is_main_process():  # every process holds all responses; one writes and prints
         return 0
+    files = {}
+    if args.output_path:  # written before anything is printed: a closed pipe or a console that cannot
+        # show a character loses nothing
+        kept = "every answer is in the response cache" if not args.no_cache else "--no_cache: the answers are not kept"
+        with interrupt_note(
+            lambda: f"the results in {args.output_path} may be incomplete; {kept}, rerun the same command"
+        ):
+            files = write_outputs(run, config, args.output_path, args.log_samples)
     print(markdown_report(run, args.model))
     print(
         f"cache: {run['cache']['hits']} hits, {run['cache']['misses']} misses; "
         f"model calls: {run['n_generated']}; {run['seconds']:.1f} s"
     )
-    if args.output_path:
-        files = write_outputs(run, config, args.output_path, args.log_samples)
+    if files:
         print("wrote " + ", ".join(str(p) for p in files.values()))
     if not_run:
         print(
@@ -505,7 +626,7 @@ def run_subcommand(argv: list[str]) -> int:
     t.add_argument("--include_path", action="append", default=None)
     m = sub.add_parser("make-tiny-model", help="build a tiny random-weight model of a real architecture offline")
     m.add_argument("arch")
-    m.add_argument("out_dir", type=Path)
+    m.add_argument("out_dir")
     m.add_argument(
         "--head-dim", type=int, default=None, help="text attention head dim (qwen2_audio; 64 for vLLM's CPU kernels)"
     )
@@ -517,11 +638,11 @@ def run_subcommand(argv: list[str]) -> int:
     )
     m.add_argument("--hidden-size", type=int, default=None, help="text model width (qwen2_audio; default 64)")
     m.add_argument("--include_path", action="append", default=None)
-    m.add_argument("--cache_dir", default=str(DEFAULT_CACHE))
+    m.add_argument("--cache_dir", default=None)
     sub.add_parser("paths", help="where the task and hub-card folders of this install are")
     r = sub.add_parser("report", help="one report (paper tables, plots) from several runs' output folders")
-    r.add_argument("folders", nargs="+", type=Path)
-    r.add_argument("--output_path", type=Path, default=None, help="write report_<stamp>.md and plots here")
+    r.add_argument("folders", nargs="+")
+    r.add_argument("--output_path", default=None, help="write report_<stamp>.md and plots here")
     r.add_argument("--metrics", default=None, help="comma-separated metrics for the tables (default: all)")
     r.add_argument(
         "--layout",
@@ -544,6 +665,8 @@ def run_subcommand(argv: list[str]) -> int:
         help="extra task folder whose report_layouts*.yaml to read (repeatable)",
     )
     args = ap.parse_args(argv)
+    if getattr(args, "include_path", None):
+        args.include_path = include_paths_flag(args.include_path)
     if args.command == "paths":
         from lalm_eval.resources import RESOURCE_NAMES, resource_dir
 
@@ -551,7 +674,12 @@ def run_subcommand(argv: list[str]) -> int:
     elif args.command == "report":
         from lalm_eval.report.combine import combine
 
+        args.folders = [Path(os.path.expanduser(f)) if f.strip() else None for f in args.folders]
         for folder in args.folders:
+            if folder is None:
+                raise ConfigError(
+                    "report: a folder argument is empty; give the --output_path folders of lalm-eval runs"
+                )
             if not folder.is_dir():
                 raise ConfigError(
                     f"{folder}: {'is a file' if folder.exists() else 'no such folder'}, not a run's output folder; "
@@ -560,7 +688,7 @@ def run_subcommand(argv: list[str]) -> int:
         if args.error_sample is not None:
             whole_number(args.error_sample, "--error_sample", 1, "give how many failed answers to sample, e.g. 200")
         if args.output_path is not None:
-            writable_folder(args.output_path, "--output_path")
+            args.output_path = writable_folder(args.output_path, "--output_path")
         metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
         layouts = [x.strip() for x in args.layout.split(",") if x.strip()] if args.layout else None
         text, files = combine(
@@ -586,7 +714,10 @@ def run_subcommand(argv: list[str]) -> int:
     else:
         from lalm_eval.models.tiny import make_tiny_model
 
-        writable_folder(args.out_dir, "make-tiny-model OUT_DIR")
+        args.out_dir = writable_folder(args.out_dir, "make-tiny-model OUT_DIR")
+        args.cache_dir = str(
+            writable_folder(default_cache() if args.cache_dir is None else args.cache_dir, "--cache_dir")
+        )
         texts = None
         if args.vocab == "word":
             from lalm_eval.training.data import example_texts, training_examples

@@ -4,9 +4,13 @@ subcommand, text-LLM options and turning project errors into one clear line."""
 from __future__ import annotations
 
 import argparse
+import codecs
+import contextlib
+import io
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -123,28 +127,138 @@ def report_error(prog: str, exc: BaseException, verbose: bool = False) -> int:
     return 2
 
 
-def guard(prog: str, fn, verbose: bool = False) -> int:
-    """``fn()``; a :class:`LalmEvalError` becomes one line and exit 2 (:func:`report_error`);
-    anything else is a bug: its traceback stays, with a line saying so."""
+class ConsoleStream:
+    """``sys.stdout`` / ``sys.stderr`` as the CLIs write to them: text the console's encoding cannot
+    show is written with ``?`` in its place (a non-UTF-8 locale such as ``LC_ALL=C`` with
+    ``PYTHONUTF8=0``), never an error; once the reader has gone (``| head -1``, ``| true``: a
+    broken pipe) the rest is dropped quietly, the stream pointed at ``os.devnull`` so that the
+    interpreter's last flush does not complain either, and the command runs on to its end (its
+    outputs are files, its exit status says how it went)."""
+
+    def __init__(self, stream):
+        self._stream, self.broken = stream, False
+
+    def write(self, text: str) -> int:
+        if self.broken:
+            return len(text)
+        try:
+            try:
+                return self._stream.write(text)
+            except UnicodeEncodeError:
+                encoding = getattr(self._stream, "encoding", None) or "ascii"
+                self._stream.write(text.encode(encoding, "replace").decode(encoding, "replace"))
+                return len(text)
+        except BrokenPipeError:
+            self._drop()
+            return len(text)
+
+    def flush(self) -> None:
+        if self.broken:
+            return
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._drop()
+
+    def _drop(self) -> None:
+        self.broken = True
+        with contextlib.suppress(OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def console_streams():
+    """``sys.stdout`` and ``sys.stderr`` wrapped in :class:`ConsoleStream` while a command runs."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = ConsoleStream(sys.stdout), ConsoleStream(sys.stderr)
     try:
-        return fn()
-    except LalmEvalError as exc:
-        return report_error(prog, exc, verbose)
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted; what was written so far is kept (a rerun resumes)", file=sys.stderr)
-        return 130
-    except Exception:
-        print(
-            f"{prog}: internal error (a bug in lalm-eval, not in your input): please report it with the "
-            "traceback below",
-            file=sys.stderr,
-        )
+        yield
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        sys.stdout, sys.stderr = saved
+
+
+@contextlib.contextmanager
+def interrupt_note(describe: Callable[[], str | None]):
+    """What a Ctrl-C while this block runs leaves behind, told by :func:`guard`: ``describe()`` is
+    called when the interrupt passes (the innermost note wins) and its text follows
+    ``<prog>: interrupted; ``, e.g. how many answers the response cache kept."""
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        if not getattr(exc, "lalm_kept", None):
+            try:
+                exc.lalm_kept = describe()
+            except Exception:  # noqa: BLE001 - a note that fails must not hide the interrupt
+                exc.lalm_kept = None
         raise
+
+
+def _locale_error(exc: UnicodeError) -> str | None:
+    """The one-line error for text (a path, a name) this system's non-UTF-8 locale cannot encode
+    or decode; None when the locale is UTF-8 (then it is a bug, not the locale)."""
+    encoding = codecs.lookup(sys.getfilesystemencoding()).name
+    if encoding == "utf-8" or codecs.lookup(getattr(exc, "encoding", "") or "utf-8").name != encoding:
+        return None
+    value = getattr(exc, "object", "")
+    shown = value if isinstance(value, str) else bytes(value).decode("utf-8", "replace")
+    shown = " ".join(shown.replace(";", ",").split())[:120] or "a name"
+    return (
+        f"{shown}: cannot be {'encoded' if isinstance(exc, UnicodeEncodeError) else 'decoded'} in this "
+        f"system's {encoding} locale (it has characters outside it); run under a UTF-8 locale, e.g. "
+        "LC_ALL=C.UTF-8, or set PYTHONUTF8=1"
+    )
+
+
+def guard(prog: str, fn, verbose: bool = False) -> int:
+    """``fn()``; a :class:`LalmEvalError` becomes one line and exit 2 (:func:`report_error`), and so
+    does a name a non-UTF-8 locale cannot encode; a Ctrl-C is exit 130 with what it left behind
+    (:func:`interrupt_note`); anything else is a bug: its traceback stays, with a line saying so.
+    Output goes through :class:`ConsoleStream` (no error for a character the console cannot show,
+    nothing but silence once a pipe's reader has gone)."""
+    with console_streams():
+        try:
+            return fn()
+        except LalmEvalError as exc:
+            return report_error(prog, exc, verbose)
+        except KeyboardInterrupt as exc:
+            note = getattr(exc, "lalm_kept", None)
+            print(f"{prog}: interrupted" + (f"; {note}" if note else ""), file=sys.stderr)
+            return 130
+        except (UnicodeEncodeError, UnicodeDecodeError) as exc:
+            message = _locale_error(exc)
+            if message is None:
+                _internal(prog)
+                raise
+            if verbose:
+                traceback.print_exception(exc, file=sys.stderr)
+            print(f"{prog}: error: {message}", file=sys.stderr)
+            return 2
+        except Exception:
+            _internal(prog)
+            raise
+
+
+def _internal(prog: str) -> None:
+    print(
+        f"{prog}: internal error (a bug in lalm-eval, not in your input): please report it with the traceback below",
+        file=sys.stderr,
+    )
 
 
 def run(parser: argparse.ArgumentParser, argv=None) -> int:
     """Parse and dispatch to ``args.func``; project errors (:class:`LalmEvalError`) print one line
     and exit 2 (:func:`report_error`); anything else is a bug and shows its traceback."""
     argv, verbose = pop_verbose(argv)
-    args = parser.parse_args(argv)
-    return guard(parser.prog, lambda: args.func(args), verbose)
+
+    def dispatch() -> int:  # parsed inside the guard: argparse's messages reach the console as any other
+        args = parser.parse_args(argv)
+        return args.func(args)
+
+    return guard(parser.prog, dispatch, verbose)

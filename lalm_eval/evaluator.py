@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 from lalm_eval.api import Request, Response
 from lalm_eval.audio.io import read_audio
 from lalm_eval.cache import CachedAdapter, ResponseCache, encoded_audio_id, request_key
+from lalm_eval.cli_support import interrupt_note
 from lalm_eval.errors import AudioError, ConfigError, LalmEvalError
 from lalm_eval.hub.load import load_dataset_fresh
 from lalm_eval.metrics.scoring import ScoreItem, ScoringContext, make_metric, metric_name, summarize
@@ -723,14 +724,40 @@ def evaluate(
     model = adapter
     if cache is not None:
         model = CachedAdapter(adapter, cache, chunk_size=_cache_chunk(batch_size))
-    per_run = stream_requests(
-        runs,
-        found,
-        adapter.identity(),
-        chunk,
-        lambda requests: generate_sharded(model, requests, batch_size),
-        _without_audio,
+    with interrupt_note(functools.partial(what_is_kept, runs, cache, adapter)):
+        per_run = stream_requests(
+            runs,
+            found,
+            adapter.identity(),
+            chunk,
+            lambda requests: generate_sharded(model, requests, batch_size),
+            _without_audio,
+        )
+        return _finish(runs, per_run, tasks, manager, task_names, adapter, judge_llm, Path(cache_dir), seed, t0)
+
+
+def what_is_kept(runs: list[TaskRun], cache: ResponseCache | None, adapter) -> str:
+    """What an interrupted run leaves for the next one (:func:`lalm_eval.cli_support.interrupt_note`):
+    how many of its docs' answers the response cache holds (counted in the file, whoever wrote
+    them: this run's batches, an API adapter's single answers, earlier runs), or that
+    ``--no_cache`` keeps nothing."""
+    n_docs = sum(len(run.docs) for run in runs)
+    if cache is None:
+        return (
+            f"--no_cache: the {adapter.n_generated} answers generated so far are not kept; a rerun starts over "
+            "(leave out --no_cache to make a run resumable)"
+        )
+    keys = {r.key for run in runs for r in run.requests if r.key}
+    keys |= {p.key for run in runs for p in run.pending if p.key}
+    kept = len(cache.get_many(keys)) if keys else 0
+    return (
+        f"{kept} of the {n_docs} docs' answers are in the response cache {cache.path}; the same command "
+        f"resumes from there (only the other {n_docs - kept} are generated)"
     )
+
+
+def _finish(runs, per_run, tasks, manager, task_names, adapter, judge_llm, cache_dir: Path, seed, t0) -> dict:
+    """Score every run's responses and assemble what :func:`evaluate` returns."""
     responses = [r for part in per_run for r in part]
     results, samples = {}, {}
     context = ScoringContext(judge_llm=judge_llm, cache_dir=Path(cache_dir), seed=seed)

@@ -34,4 +34,8 @@ def _has_qwen3_omni() -> bool:
 if _has_qwen3_omni():
     MODELS.register("qwen3_omni", "lalm_eval.models.qwen_omni:Qwen3OmniThinkerAdapter")
 
-__all__ = ["MODELS"]
+#: the Hugging Face adapters of one architecture each, asked (by ``config.json`` ``model_type``)
+#: which ``--model`` loads a folder given to another one
+HF_ADAPTERS = ("qwen2_audio", "qwen2_5_omni", "qwen3_omni")
+
+__all__ = ["HF_ADAPTERS", "MODELS"]

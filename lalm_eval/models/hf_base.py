@@ -34,16 +34,21 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import logging
+import math
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from lalm_eval.api import AUDIO_SR, Adapter, Request, Response
+from lalm_eval.api import AUDIO_SR, LONG_AUDIO_POLICIES, Adapter, Request, Response
 from lalm_eval.audio.io import resample
 from lalm_eval.errors import AudioError, ConfigError, LalmEvalError
 from lalm_eval.models.batching import (
+    cuda_available,
     plan_batches,
     replan,
     resolve_batch_size,
@@ -116,6 +121,98 @@ def _transformers_version() -> str:
     return version("transformers")
 
 
+def user_path(value: str) -> str:
+    """``value`` with a leading ``~`` expanded (``pretrained=~/models/x``: the shell leaves a ``~``
+    after ``=`` alone, and transformers would take it for a Hub id); anything else unchanged."""
+    return os.path.expanduser(value) if value.startswith("~") else value
+
+
+def arg_error(arg: str, value, what: str, fix: str) -> ConfigError:
+    """A model arg's error in the one shape: ``--model_args ARG=VALUE: what; fix``."""
+    shown = " ".join(str(value).replace(";", ",").split())
+    return ConfigError(f"--model_args {arg}={shown}: {what}; {fix}")
+
+
+def _mps_available() -> bool:
+    """Whether torch has an MPS device: Apple silicon under macOS only (no torch import elsewhere)."""
+    if sys.platform != "darwin":
+        return False
+    import torch
+
+    return bool(torch.backends.mps.is_available())
+
+
+def checked_device(device) -> str:
+    """``device`` resolved (:func:`~lalm_eval.models.batching.resolve_device`), or an error naming
+    ``--model_args device=`` when it does not exist here (an MPS device off macOS, CUDA without
+    a GPU, ``cuda:N`` past the last GPU)."""
+    d = str(device or "auto").strip().lower()
+    fix = "use cpu, or cuda where torch sees a GPU (auto picks what there is)"
+    if d == "mps" and not _mps_available():
+        where = "this is not macOS on Apple silicon" if sys.platform != "darwin" else "torch has no MPS support here"
+        raise arg_error("device", device, f"no MPS device ({where})", fix)
+    if d.startswith("cuda") and not cuda_available():
+        raise arg_error("device", device, "torch sees no CUDA device here", fix)
+    if d.startswith("cuda:"):
+        import torch
+
+        n = torch.cuda.device_count()
+        if d[5:].isdigit() and int(d[5:]) >= n:
+            raise arg_error("device", device, f"torch sees {n} CUDA device(s), numbered from 0", fix)
+    try:
+        return resolve_device(device)
+    except ConfigError:
+        raise arg_error("device", device, "not a device", "give auto, cpu, cuda, cuda:N or mps") from None
+
+
+def _positive_seconds(value) -> float | None:
+    if value is None or str(value).strip() in ("", "none", "None"):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if isinstance(value, bool) or not math.isfinite(number) or number <= 0:
+        raise arg_error(
+            "max_audio_seconds_per_batch",
+            value,
+            "not a number of seconds > 0",
+            "give e.g. max_audio_seconds_per_batch=300 (or leave it out: no cap)",
+        )
+    return number
+
+
+def _flag(arg: str, value) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", "", "none"):
+        return False
+    raise arg_error(arg, value, "not true or false", f"give {arg}=true or {arg}=false")
+
+
+def adapter_for(model_type) -> str | None:
+    """The registered Hugging Face adapter that loads ``model_type`` (its ``MODEL_TYPES``), else
+    ``hf-audio`` when a type is named; only the built-in ``HF_ADAPTERS`` are imported."""
+    from lalm_eval.models import HF_ADAPTERS, MODELS
+
+    for name in HF_ADAPTERS:
+        if name in MODELS and model_type in getattr(MODELS.get(name), "MODEL_TYPES", ()):
+            return name
+    return "hf-audio" if model_type else None
+
+
+class ModelLoadError(ConfigError):
+    """The processor or the model of ``pretrained=`` does not load (:meth:`HFAudioAdapter.loading`)."""
+
+
+#: weight files transformers loads from a folder
+WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin")
+WEIGHT_INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
+
+
 class HFAudioAdapter(Adapter):
     name = "hf-audio"
     model_class_name: str | None = None  # transformers class; None → config.architectures[0]
@@ -123,6 +220,15 @@ class HFAudioAdapter(Adapter):
     AUDIO_KEYS = ("input_features", "input_values", "audio_values", "audio_input_features")
     ONE_ROW_PER_AUDIO = False  # check that the features have exactly one row per audio
     AUDIO_PART_KEY: str | None = "audio"  # key added to {"type": "audio"} parts, for templates testing it
+    #: ``config.json`` ``model_type`` values this adapter loads (empty: any, the class its
+    #: ``architectures`` names); a folder of another type is an error naming the ``--model`` for it
+    MODEL_TYPES: tuple[str, ...] = ()
+    #: the shortest audio part the model can hear, in samples at 16 kHz (0: no minimum known);
+    #: shorter parts fail as ``audio_too_short`` before the model runs (see the subclasses)
+    MIN_AUDIO_SAMPLES = 0
+    #: building it loads nothing (its args, device and model folder's files are checked, no more),
+    #: so ``lalm-eval`` builds it before the tasks load: a bad model arg shows first
+    BUILT_BEFORE_TASKS = True
 
     def __init__(
         self,
@@ -136,25 +242,112 @@ class HFAudioAdapter(Adapter):
         soft_prompts: str | None = None,
     ):
         super().__init__()
-        if not pretrained:
-            raise ConfigError(f"{self.name}: model argument 'pretrained' (a folder or Hub id) is required")
-        self.pretrained = str(pretrained)
-        self.device = resolve_device(device)
-        self.dtype = resolve_dtype(dtype, self.device)  # a name: torch is imported only to run the model
-        cap = max_audio_seconds_per_batch  # CLI model_args arrive as strings
-        self.max_audio_seconds = None if cap in (None, "", "none", "None") else float(cap)
-        self.trust_remote_code = str(trust_remote_code).lower() in ("1", "true", "yes")
+        if not pretrained or not str(pretrained).strip():
+            raise ConfigError(
+                f"--model_args pretrained: missing; {self.name} needs pretrained=DIR (a model folder) or a Hub id"
+            )
+        self.pretrained = user_path(str(pretrained).strip())
+        self.device = checked_device(device)
+        try:
+            self.dtype = resolve_dtype(dtype, self.device)  # a name: torch is imported only to run the model
+        except ConfigError:
+            raise arg_error("dtype", dtype, "not a dtype", "give auto, float32, bfloat16 or float16") from None
+        self.max_audio_seconds = _positive_seconds(max_audio_seconds_per_batch)  # CLI model_args arrive as YAML
+        self.trust_remote_code = _flag("trust_remote_code", trust_remote_code)
+        policy = str(long_audio).strip().lower() if long_audio not in (None, "") else None
+        if policy is not None and policy not in LONG_AUDIO_POLICIES:
+            raise arg_error(
+                "long_audio", long_audio, "not a long-audio policy", f"give one of {', '.join(LONG_AUDIO_POLICIES)}"
+            )
         self.long_audio = resolve_policy(long_audio, self.LONG_AUDIO_DEFAULT, self.AUDIO_LIMIT_SCOPE, self.name)
         self.n_failed = 0  # requests that got Response(None, error)
         self._model = self._processor = self._identity = None
-        self.peft = str(peft) if peft else None  # a peft adapter folder (lalm-eval train, LoRA recipes)
-        self.soft_prompts_path = str(soft_prompts) if soft_prompts else None
+        self.peft = user_path(str(peft)) if peft else None  # a peft adapter folder (lalm-eval train, LoRA recipes)
+        self.soft_prompts_path = user_path(str(soft_prompts)) if soft_prompts else None
         self.soft_prompts = None  # lalm_eval.training.soft_prompts.SoftPrompts, loaded on first use
-        if self.peft and not (Path(self.peft).expanduser() / "adapter_config.json").is_file():
-            raise ConfigError(
-                f"{self.name}: peft={self.peft}: no adapter_config.json there (a peft adapter folder, "
-                f"e.g. the output_dir of `lalm-eval train --recipe lora_*`)"
+        #: ``on_answers(pairs)``, when set (the response cache, :class:`lalm_eval.cache.CachedAdapter`):
+        #: called with ``[(request, response)]`` after each finished batch, so that answers are kept
+        #: batch by batch, not only when :meth:`generate` returns (a Ctrl-C loses one batch at most)
+        self.on_answers = None
+        if self.peft and not (Path(self.peft) / "adapter_config.json").is_file():
+            raise arg_error(
+                "peft",
+                self.peft,
+                "no adapter_config.json there, so it is not a peft adapter folder",
+                "give the output_dir of `lalm-eval train --recipe lora_*`",
             )
+        if Path(self.pretrained).is_dir():
+            self.check_folder(Path(self.pretrained))
+
+    def check_folder(self, folder: Path) -> None:
+        """A local model folder checked from its files alone (nothing imported or loaded): a
+        ``config.json`` that is JSON and names a model this adapter loads, and weights (every shard
+        an index lists). Each problem is an error naming ``--model_args pretrained=`` (or ``--model``)
+        and the fix, before any task or doc is read."""
+        where = f"--model_args pretrained={self.pretrained}"
+        config = folder / "config.json"
+        if not config.is_file():
+            raise ConfigError(
+                f"{where}: no config.json there, so it is not a transformers model folder; point pretrained= "
+                "at the folder that holds config.json and the weights (or give a Hub id)"
+            )
+        try:
+            raw = json.loads(config.read_text(encoding="utf-8-sig"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            problem = str(exc).replace(";", ",")
+            raise ConfigError(f"{where}: config.json cannot be read ({problem}); copy the model folder again") from None
+        if not isinstance(raw, dict) or not (raw.get("model_type") or raw.get("architectures")):
+            raise ConfigError(
+                f"{where}: config.json names no model_type or architectures, so it is no model's config; "
+                "copy the model's own config.json (or the whole folder) again"
+            )
+        model_type = raw.get("model_type")
+        if self.MODEL_TYPES and model_type not in self.MODEL_TYPES:
+            other = adapter_for(model_type)
+            fix = f"give --model {other}" if other else f"give a {self.name} model ({', '.join(self.MODEL_TYPES)})"
+            raise ConfigError(
+                f"--model {self.name}: pretrained={self.pretrained} holds a {model_type!r} model (config.json "
+                f"model_type), which {self.name} does not load; {fix}"
+            )
+        for index in WEIGHT_INDEXES:
+            if (folder / index).is_file():
+                try:
+                    shards = sorted(
+                        set(json.loads((folder / index).read_text(encoding="utf-8"))["weight_map"].values())
+                    )
+                except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                    raise ConfigError(
+                        f"{where}: {index} cannot be read (no weight_map); copy the model folder again"
+                    ) from None
+                missing = [name for name in shards if not (folder / name).is_file()]
+                if missing:
+                    raise ConfigError(
+                        f"{where}: {len(missing)} of the {len(shards)} weight files {index} lists are missing "
+                        f"(first: {missing[0]}); copy the whole model folder"
+                    )
+                return
+        if not any(next(folder.glob(pattern), None) for pattern in WEIGHT_PATTERNS):
+            raise ConfigError(
+                f"{where}: no model weights there (no *.safetensors or pytorch_model*.bin); copy the weights "
+                "into the folder, or point pretrained= at a complete model folder"
+            )
+
+    @contextlib.contextmanager
+    def loading(self, what: str):
+        """A processor or model that fails to load, told once as a :class:`ModelLoadError` naming
+        ``pretrained=`` (it stops the run at the first batch, before any doc is answered, instead of
+        failing every doc alone); project errors pass unchanged."""
+        try:
+            yield
+        except LalmEvalError:
+            raise
+        except Exception as exc:
+            first = " ".join((str(exc).strip().splitlines() or [""])[0].replace(";", ",").split())[:300]
+            raise ModelLoadError(
+                f"--model_args pretrained={self.pretrained}: its {what} does not load with {self.name} "
+                f"({type(exc).__name__}: {first}); check that it is a complete model folder (config.json, "
+                "tokenizer, weights) or Hub id of this architecture, or give the --model of its architecture"
+            ) from exc
 
     def identity(self) -> dict:
         """Computed once per adapter (it hashes files); loads no weights."""
@@ -187,7 +380,9 @@ class HFAudioAdapter(Adapter):
     @property
     def processor(self):
         if self._processor is None:
-            self._processor = self.load_processor()
+            with self.loading("processor"):
+                processor = self.load_processor()
+            self._processor = processor
             tok = getattr(self._processor, "tokenizer", self._processor)
             tok.padding_side = "left"
             if tok.pad_token is None and tok.eos_token is not None:
@@ -249,16 +444,31 @@ class HFAudioAdapter(Adapter):
         if self._model is not None:
             return
         cls, tok = self.resolve_model_class(), self.tokenizer
-        model = cls.from_pretrained(
-            self.pretrained, dtype=self.torch_dtype, device_map=self.device, trust_remote_code=self.trust_remote_code
-        )
+        with self.loading("model"):
+            model = cls.from_pretrained(
+                self.pretrained,
+                dtype=self.torch_dtype,
+                device_map=self.device,
+                trust_remote_code=self.trust_remote_code,
+            )
         if model.generation_config.pad_token_id is None:
             model.generation_config.pad_token_id = tok.pad_token_id
         if self.peft:
             from lalm_eval.extras import require
 
             PeftModel = require("peft", f"model arg peft={self.peft}").PeftModel
-            model = PeftModel.from_pretrained(model, str(Path(self.peft).expanduser()))
+            try:
+                model = PeftModel.from_pretrained(model, str(Path(self.peft).expanduser()))
+            except LalmEvalError:
+                raise
+            except Exception as exc:
+                first = " ".join((str(exc).strip().splitlines() or [""])[0].replace(";", ",").split())[:300]
+                raise arg_error(
+                    "peft",
+                    self.peft,
+                    f"the adapter does not load onto pretrained={self.pretrained} ({type(exc).__name__}: {first})",
+                    "give the peft adapter trained on this base model",
+                ) from exc
         self._model = model.eval()
 
     def convert_messages(self, messages) -> list[dict]:
@@ -354,6 +564,8 @@ class HFAudioAdapter(Adapter):
         try:
             if exc is None:
                 return Response(self.generate_batch([request])[0])
+        except ModelLoadError:
+            raise
         except Exception as err:  # noqa: BLE001 - recorded per sample, never scored as ""
             exc = err
         log.warning("%s: task %r doc %s failed: %r", self.name, request.task, request.doc_id, exc)
@@ -364,6 +576,10 @@ class HFAudioAdapter(Adapter):
         refused responses by index)``."""
         kept, fitted, metas, refused = [], [], [], {}
         for i, req in enumerate(requests):
+            short = self.too_short(req)
+            if short is not None:
+                refused[i] = short
+                continue
             try:
                 req, meta = fit_request(req, self.AUDIO_LIMIT_S, self.AUDIO_LIMIT_SCOPE, self.long_audio)
             except LongAudioError as exc:
@@ -383,19 +599,46 @@ class HFAudioAdapter(Adapter):
             metas.append(meta)
         return kept, fitted, metas, refused
 
+    def too_short(self, request: Request) -> Response | None:
+        """An ``audio_too_short`` failure when an audio part of ``request`` is shorter than
+        :attr:`MIN_AUDIO_SAMPLES` (the model's encoder would give it too few audio tokens: an
+        internal error in transformers, or audio silently not heard); None when every part is long enough."""
+        for k, audio in enumerate(request.audios):
+            n = len(audio)
+            if 0 < n < self.MIN_AUDIO_SAMPLES:
+                return Response.failed(
+                    "audio_too_short",
+                    f"task {request.task!r} doc {request.doc_id}: audio {k + 1} is {n / AUDIO_SR:.3f} s, shorter "
+                    f"than {self.name}'s minimum of {self.MIN_AUDIO_SAMPLES / AUDIO_SR:.3f} s (its audio encoder "
+                    "gives it too few audio tokens); drop such clips from the dataset or pad them with silence",
+                    audio_s=round(request.audio_seconds, 3),
+                    seen_s=0.0,
+                    truncated=False,
+                )
+        return None
+
     def generate(self, requests: list[Request], batch_size: int | str = 1) -> list[Response]:
         requests = list(requests)
         if self.load_soft_prompts() is not None:  # a subject without tokens fails the run, not a sample
             self.soft_prompts.check(requests)
         kept, fitted, metas, refused = self.fit(requests)
         self.n_failed += len(refused)
-        done = self._generate(fitted, batch_size) if fitted else []
         out: list[Response | None] = [refused.get(i) for i in range(len(requests))]
-        for i, resp, meta in zip(kept, done, metas):
-            out[i] = dataclasses.replace(resp, meta={**meta, **resp.meta})
+
+        def finished(indices: list[int], responses: list[Response]) -> None:
+            pairs = []
+            for j, resp in zip(indices, responses):
+                out[kept[j]] = dataclasses.replace(resp, meta={**metas[j], **resp.meta})
+                pairs.append((requests[kept[j]], out[kept[j]]))
+            if self.on_answers is not None:
+                self.on_answers(pairs)
+
+        if fitted:
+            self._generate(fitted, batch_size, finished)
         return out
 
-    def _generate(self, requests: list[Request], batch_size: int | str = 1) -> list[Response]:
+    def _generate(self, requests: list[Request], batch_size: int | str = 1, finished=None) -> list[Response]:
+        """``requests`` in batches; ``finished(indices, responses)`` is called after each batch."""
         import torch
 
         max_batch, adaptive = resolve_batch_size(batch_size, self.device.startswith("cuda"))
@@ -407,6 +650,8 @@ class HFAudioAdapter(Adapter):
                 reqs = [requests[i] for i in batch]
                 try:
                     done = [Response(t) for t in self.generate_batch(reqs)]
+                except ModelLoadError:  # the model itself: no doc can be answered, none is tried alone
+                    raise
                 except Exception as exc:  # noqa: BLE001 - halved (auto OOM) or retried alone
                     if adaptive and len(batch) > 1 and isinstance(exc, torch.cuda.OutOfMemoryError):
                         torch.cuda.empty_cache()
@@ -423,4 +668,6 @@ class HFAudioAdapter(Adapter):
                 self.n_generated += ok
                 self.n_failed += len(done) - ok
                 bar.update(len(batch))
+                if finished is not None:
+                    finished(batch, done)
         return results

@@ -22,3 +22,9 @@ class Qwen2AudioAdapter(HFAudioAdapter):
     ONE_ROW_PER_AUDIO = True
     AUDIO_PART_KEY = "audio_url"
     AUDIO_LIMIT_S = 30.0  # WhisperFeatureExtractor's n_samples / sampling_rate
+    MODEL_TYPES = ("qwen2_audio",)
+    #: Qwen2AudioProcessor gives an audio of F mel frames (hop 160 samples) ((F-1)//2+1-2)//2+1
+    #: audio tokens; the model takes a prompt whose audio tokens are never adjacent for one that the
+    #: processor did not expand, and fails (transformers' "Expanding inputs ... should be done in
+    #: processing", then a TypeError). Two tokens need 7 frames: 961 samples (0.06 s).
+    MIN_AUDIO_SAMPLES = 961

@@ -85,6 +85,11 @@ class Qwen25OmniThinkerAdapter(HFAudioAdapter):
     #: what ``Qwen2_5OmniProcessor._process_audio`` passes to the feature extractor (pads and cuts to 30 s)
     FEATURE_KWARGS = {"padding": "max_length"}
     AUDIO_LIMIT_S = 30.0
+    MODEL_TYPES = ("qwen2_5_omni", "qwen2_5_omni_thinker")
+    #: the thinker's audio encoder gives F mel frames (hop 160 samples) ((F-1)//2+1-2)//2+1 tokens
+    #: (:meth:`output_lengths`): none below 3 frames, and a prompt without audio tokens is answered
+    #: without the audio. One token needs 3 frames: 321 samples (0.02 s).
+    MIN_AUDIO_SAMPLES = 321
 
     @staticmethod
     def output_lengths(feature_lengths):
@@ -115,6 +120,8 @@ class Qwen3OmniThinkerAdapter(Qwen25OmniThinkerAdapter):
     FEATURE_KWARGS = {"padding": True, "truncation": False}
     AUDIO_LIMIT_S = None
     N_WINDOW = 50  # Qwen3OmniMoeProcessor.n_window
+    MODEL_TYPES = ("qwen3_omni_moe", "qwen3_omni_moe_thinker")
+    MIN_AUDIO_SAMPLES = 1  # one mel frame gives one audio token (:meth:`output_lengths`)
 
     @classmethod
     def output_lengths(cls, feature_lengths):

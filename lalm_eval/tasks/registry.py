@@ -35,7 +35,12 @@ class TaskManager:
     def __init__(self, include_paths: str | Path | Iterable[str | Path] | None = None, include_defaults: bool = True):
         if isinstance(include_paths, (str, Path)):
             include_paths = [include_paths]
-        paths = [Path(p) for p in include_paths or []]
+        for p in include_paths or []:
+            if isinstance(p, str) and not p.strip():  # an unset shell variable: not the current folder
+                raise ConfigError(
+                    "--include_path: empty; give a folder of task YAML files (or one YAML file), or leave the flag out"
+                )
+        paths = [Path(str(p).strip()).expanduser() for p in include_paths or []]
         for p in paths:
             if not p.exists():
                 raise ConfigError(
