@@ -751,8 +751,8 @@ def what_is_kept(runs: list[TaskRun], cache: ResponseCache | None, adapter) -> s
     keys |= {p.key for run in runs for p in run.pending if p.key}
     kept = len(cache.get_many(keys)) if keys else 0
     return (
-        f"{kept} of the {n_docs} docs' answers are in the response cache {cache.path}; the same command "
-        f"resumes from there (only the other {n_docs - kept} are generated)"
+        f"{kept} of the {n_docs} docs' answers are in the response cache {cache.path}; rerun the same command "
+        f"to resume from there (it generates the {n_docs - kept} not cached)"
     )
 
 

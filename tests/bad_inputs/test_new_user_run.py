@@ -450,7 +450,7 @@ def test_sigint_keeps_answers(tmp_path):
     assert first.rc == 130 and "Traceback" not in first.err, first.err[-2000:]
     line = first.err.strip().splitlines()[-1]
     assert line.startswith("lalm-eval: interrupted; 2 of the 5 docs' answers are in the response cache"), line
-    assert str(tmp_path / "cache" / "responses.sqlite") in line and "only the other 3 are generated" in line
+    assert str(tmp_path / "cache" / "responses.sqlite") in line and "it generates the 3 not cached" in line
     assert again.rc == 0, again.err[-2000:]
     assert "cache: 2 hits, 3 misses; model calls: 3" in again.out, again.out[-500:]
 
