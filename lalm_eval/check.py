@@ -75,9 +75,9 @@ def check_args(args) -> list[str]:
     )
     args.gen_kwargs_dict = gen_kwargs_flag(args.gen_kwargs)
     _check_models(args)
-    writable_folder(args.cache_dir, "--cache_dir")
+    args.cache_dir = str(writable_folder(args.cache_dir, "--cache_dir"))  # ~ expanded: what every writer uses
     if args.output_path:
-        writable_folder(args.output_path, "--output_path")
+        args.output_path = str(writable_folder(args.output_path, "--output_path"))
     return tasks
 
 

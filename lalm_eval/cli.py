@@ -503,6 +503,18 @@ def run_eval(args) -> int:
     np.random.seed(args.seed)
     from lalm_eval.parallel import is_main_process
 
+    judge_llm = None
+    if args.judge:  # built (options, URL, local model folder checked; nothing sent) before any task or model
+        from lalm_eval.judges import judge_llm_from_spec
+
+        try:
+            judge_llm = judge_llm_from_spec(args.judge)
+        except LalmEvalError as exc:
+            raise flag_error(
+                "--judge",
+                exc,
+                "give e.g. --judge openai:model=M,base_url=URL, hf:pretrained=DIR or a preset of lalm_eval/judges/presets.yaml",
+            ) from None
     tasks = args.task_list
     spec = adapter_spec(args.model, args.model_args, args.device, args.cache_dir, use_response_cache=not args.no_cache)
     # an adapter whose building loads nothing is built now: its args checked before the tasks
@@ -515,18 +527,6 @@ def run_eval(args) -> int:
             print(
                 f"lalm-eval: task {task.name!r} has no docs ({task.yaml_file}); it is reported empty", file=sys.stderr
             )
-    judge_llm = None
-    if args.judge and not args.dry_run:
-        from lalm_eval.judges import judge_llm_from_spec
-
-        try:
-            judge_llm = judge_llm_from_spec(args.judge)
-        except LalmEvalError as exc:
-            raise flag_error(
-                "--judge",
-                exc,
-                "give e.g. --judge openai:model=M,base_url=URL, hf:pretrained=DIR or a preset of lalm_eval/judges/presets.yaml",
-            ) from None
     if early is not None:
         adapter = early
         identify(spec, adapter)

@@ -111,8 +111,9 @@ def check_args(args) -> None:
         )
     from lalm_eval.training.trainer import checkpoints_in
 
-    writable_folder(args.cache_dir, "--cache_dir")
+    args.cache_dir = str(writable_folder(args.cache_dir, "--cache_dir"))  # ~ expanded: what every writer uses
     out = writable_folder(args.output_dir, "--output_dir")
+    args.output_dir = out
     complete, incomplete = checkpoints_in(out / "checkpoints")
     if args.resume_from_checkpoint and not complete:
         raise ConfigError(

@@ -123,6 +123,14 @@ def no_weights(tmp: Path) -> list[str]:
 JUDGE_CASES = [
     # F3: a base_url urllib cannot open (scheme, host, port), found when the judge is built
     Case("nu-tools-judge-url-no-scheme", CLI, **judge("openai:model=x,base_url=notaurl", ("base_url", "'notaurl'"))),
+    # a dry run builds the judge too (nothing is sent), so a bad spec is not found only by the real run
+    Case(
+        "nu-tools-judge-url-no-scheme-dry-run",
+        CLI,
+        make=lambda tmp: run_argv(tmp, "--dry_run", "--judge", "openai:model=x,base_url=notaurl"),
+        says=("--judge", "base_url"),
+        check=no_model,
+    ),
     Case("nu-tools-judge-url-no-host", CLI, **judge("openai:model=x,base_url=http:///v1", ("base_url", "host"))),
     Case("nu-tools-judge-url-bad-port", CLI, **judge("openai:model=x,base_url=http://h:8o00/v1", ("base_url", "port"))),
     Case(
