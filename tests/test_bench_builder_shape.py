@@ -147,7 +147,7 @@ def test_a_bad_num_proc_fails_before_any_planning(bad, tmp_path, monkeypatch):
 
     monkeypatch.setattr(palm_bench.export, "make_plan", no_planning)
     monkeypatch.setattr(msu_bench.export, "make_plan", no_planning)
-    with pytest.raises(ConfigError, match="num_proc must be a positive number"):
+    with pytest.raises(ConfigError, match="--num_proc: must be a whole number of processes >= 1"):
         palm_bench.export.build(tmp_path / "p", None, num_proc=bad)
-    with pytest.raises(ConfigError, match="num_proc must be a positive number"):
+    with pytest.raises(ConfigError, match="--num_proc: must be a whole number of processes >= 1"):
         msu_bench.export.build(tmp_path / "m", None, num_proc=bad)

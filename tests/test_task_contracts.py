@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from lalm_eval.errors import DataError
 from lalm_eval.judges import JUDGES
 from lalm_eval.metrics.scoring import ScoringContext, make_metric
 from lalm_eval.tasks import TaskManager
@@ -433,6 +434,9 @@ def test_prepare_dataset_keeps_a_local_folder_and_a_hub_id(prepare, tmp_path, mo
     assert hook(f"someone/{name}", "all", cache) == f"someone/{name}"
     (tmp_path / name).mkdir()  # `<name>/` in the current directory, as `<bench> build` writes it
     monkeypatch.chdir(tmp_path)
+    with pytest.raises(DataError, match="not a dataset build"):  # an empty folder is no build
+        hook(name, "all", cache)
+    (tmp_path / name / "README.md").write_text("---\nconfigs:\n- config_name: all\n  data_files: x.parquet\n---\n")
     assert hook(name, "all", cache) == name
     assert not cache.exists()
 
