@@ -289,6 +289,13 @@ def eval_parser() -> argparse.ArgumentParser:
         "parsing); judgements cached in the cache dir; without it LLM scores are reported missing",
     )
     ap.add_argument(
+        "--judge_samples",
+        default="1",
+        help="K: ask the judge K times per item, each verdict cached and seeded on its own (seeds from "
+        "--seed, or from the --judge spec's seed=), and report the mean with the judge's own spread "
+        "beside the bootstrap CI (default 1: one verdict, no seed sent; K > 1 needs an OpenAI-compatible judge)",
+    )
+    ap.add_argument(
         "--dry_run",
         action="store_true",
         help="print the requests, audio seconds and (API adapters) token and price estimate the run "
@@ -515,6 +522,9 @@ def run_eval(args) -> int:
                 exc,
                 "give e.g. --judge openai:model=M,base_url=URL, hf:pretrained=DIR or a preset of lalm_eval/judges/presets.yaml",
             ) from None
+    from lalm_eval.judges.decoding import check_samples
+
+    args.judge_samples = check_samples(args.judge_samples, judge_llm)  # errors name --judge_samples
     tasks = args.task_list
     spec = adapter_spec(args.model, args.model_args, args.device, args.cache_dir, use_response_cache=not args.no_cache)
     # an adapter whose building loads nothing is built now: its args checked before the tasks
@@ -568,6 +578,7 @@ def run_eval(args) -> int:
         seed=args.seed,
         stream_chunk=args.stream_chunk,
         opened=opened,
+        judge_samples=args.judge_samples,
     )
     budget = getattr(adapter, "budget", None)
     not_run = sum(r.get("samples", {}).get("failures", {}).get("budget", 0) for r in run["results"].values())
@@ -578,6 +589,7 @@ def run_eval(args) -> int:
         "model_args": redact_model_args(args.model_args),
         "batch_size": args.batch_size,
         "judge": args.judge,
+        "judge_samples": args.judge_samples,
         "device": args.device,
         "seed": args.seed,
         "limit": args.limit,

@@ -690,6 +690,7 @@ def evaluate(
     seed: int = 0,
     stream_chunk: int | None = None,
     opened: OpenedTasks | None = None,
+    judge_samples: int = 1,
 ) -> dict:
     """Everything the results file needs, plus per-task sample rows under ``"_samples"``.
 
@@ -733,7 +734,9 @@ def evaluate(
             lambda requests: generate_sharded(model, requests, batch_size),
             _without_audio,
         )
-        return _finish(runs, per_run, tasks, manager, task_names, adapter, judge_llm, Path(cache_dir), seed, t0)
+        return _finish(
+            runs, per_run, tasks, manager, task_names, adapter, judge_llm, Path(cache_dir), seed, t0, judge_samples
+        )
 
 
 def what_is_kept(runs: list[TaskRun], cache: ResponseCache | None, adapter) -> str:
@@ -756,11 +759,14 @@ def what_is_kept(runs: list[TaskRun], cache: ResponseCache | None, adapter) -> s
     )
 
 
-def _finish(runs, per_run, tasks, manager, task_names, adapter, judge_llm, cache_dir: Path, seed, t0) -> dict:
-    """Score every run's responses and assemble what :func:`evaluate` returns."""
+def _finish(
+    runs, per_run, tasks, manager, task_names, adapter, judge_llm, cache_dir: Path, seed, t0, judge_samples: int = 1
+) -> dict:
+    """Score every run's responses and assemble what :func:`evaluate` returns (``judge_samples``:
+    ``--judge_samples K``, the verdicts per judged item, seeded from ``seed``)."""
     responses = [r for part in per_run for r in part]
     results, samples = {}, {}
-    context = ScoringContext(judge_llm=judge_llm, cache_dir=Path(cache_dir), seed=seed)
+    context = ScoringContext(judge_llm=judge_llm, cache_dir=Path(cache_dir), seed=seed, judge_samples=judge_samples)
     for run, part in zip(tqdm(runs, desc="scoring"), per_run):
         summary, rows, counters, info = score(run, part, context)
         results[run.task.name] = {

@@ -16,6 +16,12 @@ item too; a chunk of two or more chats in which *every* call failed that way rai
 :class:`LLMError` instead — the judge server is down or misconfigured, and asking the rest would
 only burn retries (what was judged so far is cached).
 
+Samples: a judge built with ``samples=K`` (``--judge_samples K``) asks every item K times, each
+pass with its own seed (:func:`lalm_eval.judges.decoding.sample_seeds`, from the run's seed) and
+its own cache entries, and scores the item by the mean of its verdicts; K = 1 sends no seed of
+its own and keeps the cache keys it always had. The judge's decoding, K and the seeds are in
+:attr:`Judge.settings`, which the results record beside every judge score.
+
 Judges that classify instead of score (``numeric = False``) return ``score=None`` with
 ``error=None`` and the label in ``detail``; :attr:`JudgeResult.ok` tells success either way.
 """
@@ -33,6 +39,7 @@ from typing import ClassVar
 
 from lalm_eval.errors import ConfigError
 from lalm_eval.judges.cache import JudgeCache, judge_key
+from lalm_eval.judges.decoding import check_samples, sample_seeds, sample_spread
 from lalm_eval.llm.ask import ReplyInvalid
 from lalm_eval.llm.base import LLMError, Messages, TextLLM, parse_json_reply
 from lalm_eval.registry import Registry
@@ -90,13 +97,33 @@ class Judge(abc.ABC):
     required_context: ClassVar[tuple[str, ...]] = ()
     numeric: ClassVar[bool] = True
 
-    def __init__(self, llm: TextLLM, cache: JudgeCache | None = None, chunk_size: int = 32):
+    def __init__(
+        self,
+        llm: TextLLM,
+        cache: JudgeCache | None = None,
+        chunk_size: int = 32,
+        samples: int = 1,
+        seed: int = 0,
+    ):
         if not isinstance(llm, TextLLM):
             raise ConfigError(f"judge {self.name}: llm must be a TextLLM, got {type(llm).__name__}")
         if int(chunk_size) < 1:
             raise ConfigError(f"judge {self.name}: chunk_size must be >= 1, got {chunk_size}")
         self.llm, self.cache, self.chunk_size = llm, cache, int(chunk_size)
+        self.samples = check_samples(samples, llm, f"judge {self.name}: samples")
+        if self.samples > 1 and not self.numeric:
+            raise ConfigError(
+                f"judge {self.name}: samples {self.samples}: a classifying judge is asked once per item; "
+                "give samples=1 (it has no score to average)"
+            )
+        # K > 1: each pass has its own seed, from the judge spec's seed= when it sets one, else the run's
+        spec_seed = llm.settings.get("seed") if self.samples > 1 else None
+        self.seed_source = f"the --judge spec's seed={spec_seed}" if spec_seed is not None else f"--seed {seed}"
+        base = spec_seed if spec_seed is not None else int(seed)
+        self.sample_seeds: list[int] = sample_seeds(base, self.samples) if self.samples > 1 else []
         self.last_stats: dict[str, int] = {}
+        #: after :meth:`judge` with samples > 1: the judge's own spread (:func:`~lalm_eval.judges.decoding.sample_spread`)
+        self.last_spread: dict | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(llm={self.llm!r})"
@@ -115,13 +142,19 @@ class Judge(abc.ABC):
 
     @property
     def settings(self) -> dict:
-        """What to record next to the scores: judge, prompt version and hash, the LLM's settings."""
-        return {
+        """What to record next to the scores: judge, prompt version and hash, the LLM's settings, the
+        verdicts per item (``samples``) and, for K > 1, each pass's seed and where they came from."""
+        out = {
             "judge": self.name,
             "prompt_version": self.prompt_version,
             "prompt_sha256": self.prompt_sha256,
             **self.llm.settings,
+            "samples": self.samples,
         }
+        if self.samples > 1:
+            out["sample_seeds"] = list(self.sample_seeds)
+            out["sample_seed_source"] = self.seed_source
+        return out
 
     def _module(self, item: JudgeItem):
         import jinja2
@@ -167,10 +200,56 @@ class Judge(abc.ABC):
         return JudgeResult(score=None if score is None else float(score), detail=detail)
 
     def judge(self, items: Iterable[JudgeItem]) -> list[JudgeResult]:
-        """One :class:`JudgeResult` per item, in order (see the module docstring)."""
+        """One :class:`JudgeResult` per item, in order (see the module docstring).
+
+        With ``samples`` K > 1 every item is judged K times, pass s sending ``seed`` =
+        ``sample_seeds[s]`` and caching under the key of the LLM settings with that seed (so each
+        verdict is cached on its own and K = 1 keeps the keys of the settings as they are). An
+        item's score is the mean of its successful verdicts; ``detail`` is the first successful
+        verdict's, plus ``judge_samples`` (each pass's score, None where it failed) and
+        ``judge_sample_sd``; it fails only when all K failed. :attr:`last_spread` holds the judge's
+        own spread."""
         items = list(items)
         chats = [self.messages(item) for item in items]
-        llm_settings = self.llm.settings
+        if self.samples == 1:
+            self.last_spread = None
+            results, self.last_stats = self._judge_pass(items, chats, self.llm.settings, {})
+            return results
+        passes, totals = [], {}
+        for seed in self.sample_seeds:
+            verdicts, stats = self._judge_pass(items, chats, {**self.llm.settings, "seed": seed}, {"seed": seed})
+            passes.append(verdicts)
+            for k, v in stats.items():
+                totals[k] = totals.get(k, 0) + v
+        results = [self._combine([p[i] for p in passes]) for i in range(len(items))]
+        totals.update(items=len(items), samples=self.samples, failed=sum(1 for r in results if not r.ok))
+        self.last_stats = totals
+        self.last_spread = sample_spread([[p[i].score if p[i].ok else None for p in passes] for i in range(len(items))])
+        return results
+
+    def _combine(self, verdicts: list[JudgeResult]) -> JudgeResult:
+        """One item's K verdicts as one result (see :meth:`judge`)."""
+        per = [v.score if v.ok else None for v in verdicts]
+        good = [v for v in verdicts if v.ok]
+        cached = all(v.cached for v in verdicts)
+        if not good:
+            first = verdicts[0]
+            return JudgeResult(
+                None,
+                {**first.detail, "judge_samples": per},
+                error=f"all {len(verdicts)} judge verdicts failed; first: {first.error}",
+                cached=cached,
+            )
+        scores = [float(v.score) for v in good]
+        mean = sum(scores) / len(scores)
+        sd = math.sqrt(sum((x - mean) ** 2 for x in scores) / (len(scores) - 1)) if len(scores) > 1 else None
+        detail = {**good[0].detail, "judge_samples": per, "judge_sample_sd": sd}
+        return JudgeResult(mean, detail, cached=cached)
+
+    def _judge_pass(
+        self, items: list[JudgeItem], chats: list[Messages], llm_settings: dict, call: dict
+    ) -> tuple[list[JudgeResult], dict]:
+        """One verdict per item under ``llm_settings`` (the cache key's) sending ``call`` settings."""
         keys = [judge_key(self.name, self.prompt_version, chat, llm_settings) for chat in chats]
         results: list[JudgeResult | None] = [None] * len(items)
         hits = self.cache.get_many(keys) if self.cache is not None else {}
@@ -188,29 +267,28 @@ class Judge(abc.ABC):
             "retried": 0,
             "failed": 0,
         }
-        self.last_stats = stats
         order = list(pending)
         for start in range(0, len(order), self.chunk_size):
             chunk = order[start : start + self.chunk_size]
             firsts = [pending[key][0] for key in chunk]
-            verdicts = self._judge_chunk([items[i] for i in firsts], [chats[i] for i in firsts], stats)
+            verdicts = self._judge_chunk([items[i] for i in firsts], [chats[i] for i in firsts], stats, call)
             if self.cache is not None:
                 self.cache.put_many((key, v, self.name) for key, v in zip(chunk, verdicts))
             for key, verdict in zip(chunk, verdicts):
                 for i in pending[key]:
                     results[i] = verdict
         stats["failed"] = sum(1 for r in results if not r.ok)
-        return results  # type: ignore[return-value]
+        return results, stats  # type: ignore[return-value]
 
-    def _ask(self, chats: list[Messages], stats: dict) -> list[str | LLMError]:
-        replies = self.llm.complete_each(chats)
+    def _ask(self, chats: list[Messages], stats: dict, call: dict) -> list[str | LLMError]:
+        replies = self.llm.complete_each(chats, **call)
         if len(replies) != len(chats):
             raise LLMError(f"{type(self.llm).__name__} returned {len(replies)} replies for {len(chats)} chats")
         stats["llm_calls"] += len(chats)
         return replies
 
-    def _judge_chunk(self, items: list[JudgeItem], chats: list[Messages], stats: dict) -> list[JudgeResult]:
-        replies = self._ask(chats, stats)
+    def _judge_chunk(self, items: list[JudgeItem], chats: list[Messages], stats: dict, call: dict) -> list[JudgeResult]:
+        replies = self._ask(chats, stats, call)
         out: list[JudgeResult | None] = [None] * len(items)
         again: list[tuple[int, str, str]] = []  # (index, invalid reply, why)
         for i, reply in enumerate(replies):
@@ -236,7 +314,7 @@ class Judge(abc.ABC):
                 ]
                 for i, reply, why in again
             ]
-            for (i, first, why), reply in zip(again, self._ask(retry_chats, stats)):
+            for (i, first, why), reply in zip(again, self._ask(retry_chats, stats, call)):
                 seen = {"replies": [first[:_REPLY_SNIPPET]]}
                 if isinstance(reply, LLMError):
                     out[i] = JudgeResult(None, seen, error=f"invalid reply ({why}); the retry call failed: {reply}")

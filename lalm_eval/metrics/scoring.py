@@ -78,6 +78,7 @@ class ScoringContext:
     judge_llm: Any = None  # a lalm_eval.llm.TextLLM, or None when no --judge was given
     cache_dir: Any = None
     seed: int = 0
+    judge_samples: int = 1  # --judge_samples K: verdicts per item, each seeded from ``seed``
 
 
 class Metric(abc.ABC):

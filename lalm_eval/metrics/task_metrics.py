@@ -154,20 +154,54 @@ class JudgeMetric(Metric):
     )
 
     def check_options(self) -> None:  # when the task loads: a judge is named and exists
+        import math
+
         from lalm_eval.errors import ConfigError
         from lalm_eval.judges import JUDGES
 
         if not self.options.get("judge"):
             raise ConfigError("metric llm_judge needs the option 'judge' (a lalm_eval.judges name)")
         JUDGES.get(self.options["judge"])
+        below = self.options.get("classify_below")
+        if self.options.get("classify_failures"):
+            JUDGES.get(self.options["classify_failures"])
+            # the threshold is the task's choice, named in the report (no paper states one): never a hidden default
+            if below is None:
+                raise ConfigError(
+                    "metric llm_judge: classify_failures needs classify_below (the judge score under which an "
+                    "answer counts as failed); add e.g. classify_below: 0.5 to the metric_list entry"
+                )
+        elif below is not None:
+            raise ConfigError(
+                "metric llm_judge: classify_below is set but classify_failures is not, so nothing is classified; "
+                "add classify_failures: <classifier judge> or remove classify_below"
+            )
+        if below is not None and (
+            isinstance(below, bool) or not isinstance(below, (int, float)) or not math.isfinite(below)
+        ):
+            raise ConfigError(
+                f"metric llm_judge: classify_below must be a number, got {below!r}; give e.g. classify_below: 0.5"
+            )
 
     def compute(self, items: list[ScoreItem]) -> MetricResult:
         judge_name = self.options["judge"]  # checked when the task loaded
+        classify = {}
+        if self.options.get("classify_failures"):  # the threshold is recorded with or without a judge
+            classify = {
+                "classify_below": float(self.options["classify_below"]),
+                "classify_failures": self.options["classify_failures"],
+            }
         if self.context.judge_llm is None:
-            return MetricResult([None] * len(items), [None] * len(items), missing=NO_JUDGE)
+            return MetricResult([None] * len(items), [None] * len(items), missing=NO_JUDGE, extra=classify)
         from lalm_eval.judges import make_judge
 
-        judge = make_judge(judge_name, self.context.judge_llm, self.context.cache_dir)
+        judge = make_judge(
+            judge_name,
+            self.context.judge_llm,
+            self.context.cache_dir,
+            samples=int(getattr(self.context, "judge_samples", 1) or 1),
+            seed=int(self.context.seed or 0),
+        )
         results = judge.judge([self._judge_item(i) for i in items])
         values = [r.score for r in results]
         errors = [None if r.score is not None else (r.error or "judge failure") for r in results]
@@ -177,10 +211,13 @@ class JudgeMetric(Metric):
             "judge_failures": sum(v is None for v in values),
             "judge_cache_hits": sum(bool(r.cached) for r in results),
         }
+        if judge.last_spread is not None:  # --judge_samples K > 1: the judge's own spread beside the CI
+            extra["judge_spread"] = judge.last_spread
         if self.options.get("cross_check") == "recognition_presence":
             extra["agreement_with_rule_scorer"] = self._agreement(items, values)
-        if self.options.get("classify_failures"):
-            extra["error_types"] = self._classify(items, values, details)
+        if classify:
+            extra.update(classify)
+            extra["error_types"] = self._classify(items, values, details, extra)
         return MetricResult(values, errors, extra=extra, details=details)
 
     def _judge_item(self, item: ScoreItem):
@@ -207,21 +244,24 @@ class JudgeMetric(Metric):
         pairs = [(a, b) for a, b in zip(rule_values, values) if a is not None and b is not None]
         return agreement([a for a, _ in pairs], [b for _, b in pairs])
 
-    def _classify(self, items: list[ScoreItem], values: list, details: list) -> dict:
-        """The error types of failed items (judged below ``classify_below``) by the classifier judge
-        ``classify_failures`` names (e.g. ``msu_error_type``: the MSU paper's Table 7 taxonomy); the
-        classifier sees the judge's score and comment of each (its prompt's ``score`` /
-        ``judge_comment``). Each failed item's ``error_type`` goes into its details (the sample
-        log), which the report's error-type layouts read."""
+    def _classify(self, items: list[ScoreItem], values: list, details: list, extra: dict) -> dict:
+        """The error types of failed items (judged below ``classify_below``, the task's threshold:
+        MSU's ``_msu_base.yaml`` says 0.5, the paper none) by the classifier judge
+        ``classify_failures`` names (e.g. ``msu_error_type``: the MSU paper's Table 7 taxonomy),
+        asked once per failed item (its settings recorded in ``extra["classifier"]``); the
+        classifier sees the judge's score (with ``--judge_samples K``, the mean of K) and comment of
+        each (its prompt's ``score`` / ``judge_comment``). Each failed item's ``error_type`` goes
+        into its details (the sample log), which the report's error-type layouts read."""
         import dataclasses
 
         from lalm_eval.judges import make_judge
 
-        below = float(self.options.get("classify_below", 0.5))
+        below = float(self.options["classify_below"])
+        classifier = make_judge(self.options["classify_failures"], self.context.judge_llm, self.context.cache_dir)
+        extra["classifier"] = classifier.settings
         failed = [k for k, v in enumerate(values) if v is not None and v < below]
         if not failed:
             return {}
-        classifier = make_judge(self.options["classify_failures"], self.context.judge_llm, self.context.cache_dir)
         counts: dict[str, int] = {}
         asks = [self._judge_item(items[k]) for k in failed]
         asks = [

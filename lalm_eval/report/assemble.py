@@ -97,10 +97,22 @@ def metric_details(run: dict) -> dict[str, dict[str, str]]:
                 continue
             if info.get("backbone"):
                 out.setdefault(task, {})[name] = f"backbone {info['backbone']}"
-            elif isinstance(info.get("judge"), dict):
-                j = info["judge"]
-                out.setdefault(task, {})[name] = f"judge {j.get('judge')}, model {j.get('model', '?')}"
+            elif isinstance(info.get("judge"), dict):  # the judge's decoding is part of its score
+                from lalm_eval.judges.decoding import describe_judge
+
+                out.setdefault(task, {})[name] = describe_judge(info["judge"], info.get("judge_spread"))
+            _classification_detail(out, task, name, info)
     return out
+
+
+def _classification_detail(out: dict, task: str, name: str, info: dict) -> None:
+    """``out[task]["<metric>:error_types"]``: the failed-answer threshold and the classifier of a
+    metric that classifies its failures (the error-type layouts' footnote)."""
+    from lalm_eval.judges.decoding import describe_classification
+
+    text = describe_classification(info)
+    if text:
+        out.setdefault(task, {})[f"{name}:error_types"] = text
 
 
 def _notes(run: dict) -> list[str]:
@@ -125,15 +137,13 @@ def _notes(run: dict) -> list[str]:
             if info.get("failures") and "judge_failures" not in info and not info.get("missing"):
                 bits.append(f"unscored samples: {info['failures']}")
             if isinstance(info.get("judge"), dict):
-                j = info["judge"]
-                bits.append(
-                    "judge: "
-                    + ", ".join(
-                        f"{k}={j[k]}"
-                        for k in ("judge", "prompt_version", "model", "temperature", "max_tokens")
-                        if k in j
-                    )
-                )
+                from lalm_eval.judges.decoding import describe_judge
+
+                bits.append(describe_judge(info["judge"], info.get("judge_spread")))
+            if info.get("classify_below") is not None:
+                from lalm_eval.judges.decoding import describe_classification
+
+                bits.append(describe_classification(info))
             if bits:
                 lines.append(f"- {task.name} · {name}: " + "; ".join(map(str, bits)))
     return lines
@@ -228,6 +238,15 @@ def run_notes(run: dict) -> list[str]:
     return lines
 
 
+def _judge_spread(info: dict) -> str:
+    """Beside a judge score's bootstrap CI, with ``--judge_samples K`` > 1: the judge's own spread
+    (the SD of its K run-level means)."""
+    spread = info.get("judge_spread") if isinstance(info, dict) else None
+    if not spread or spread.get("run_mean_sd") is None:
+        return ""
+    return f"; judge SD {spread['run_mean_sd']:.4f} over {spread['samples']} verdicts"
+
+
 def markdown_report(run: dict, model_name: str) -> str:
     lines = [
         f"# lalm-eval report: {model_name}",
@@ -245,8 +264,8 @@ def markdown_report(run: dict, model_name: str) -> str:
             info = (r.get("metrics") or {}).get(m, {})
             n = info.get("n", r["n"]["scored"])
             lines.append(
-                f"| {task.name} | {m} | {_fmt(r['summary'].get(m), r['summary'].get(f'{m}_ci95'))} | "
-                f"{n} / {r['n']['effective']} | {len(r['errors'])} |"
+                f"| {task.name} | {m} | {_fmt(r['summary'].get(m), r['summary'].get(f'{m}_ci95'))}"
+                f"{_judge_spread(info)} | {n} / {r['n']['effective']} | {len(r['errors'])} |"
             )
     if missing:
         lines += [""] + [f"— {m}: {why}" for m, why in missing.items()]

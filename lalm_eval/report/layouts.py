@@ -560,6 +560,8 @@ def render_layout(
     if spec["kind"] == "distribution":
         table, notes = _distribution(layout, rows, error_sample, seed)
         parts.append(table)
+        if spec.get("from_metric"):  # the judge behind the failures, its threshold and classifier
+            used = [spec["from_metric"], f"{spec['from_metric']}:error_types"]
     else:
         sections = spec.get("parts") or [{"columns": spec["columns"]}]
         per_metric = (
@@ -579,7 +581,9 @@ def render_layout(
     for m in used:  # every distinct backbone / judge behind a shown metric, over the layout's tasks
         texts = list(dict.fromkeys(t for t in ((details or {}).get(task, {}).get(m) for task in tasks) if t))
         if texts:
-            notes.append(f"{metric_name(m)}: {'; '.join(texts)}")
+            base, _, part = m.partition(":")
+            label = metric_name(base) + (f", {part.replace('_', ' ')}" if part else "")
+            notes.append(f"{label}: {'; '.join(texts)}")
     text = "\n".join(parts).rstrip("\n")
     if notes:
         text += "\n\n" + "  \n".join(notes)
