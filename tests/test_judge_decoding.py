@@ -145,14 +145,20 @@ def test_judge_samples_values_are_checked():
     assert check_samples("1", None) == 1 and check_samples(1, Unseeded()) == 1
 
 
-def test_cli_refuses_a_bad_judge_samples_before_any_model(tmp_path, capsys):
+def test_cli_checks_judge_samples_after_the_judge_and_before_any_task_or_model(tmp_path, capsys):
     from lalm_eval.cli import main
 
-    code = main(
-        ["--model", "no_such_model", "--tasks", "no_such_task", "--judge_samples", "0", "--cache_dir", str(tmp_path)]
-    )
+    base = ["--model", "no_such_model", "--tasks", "no_such_task", "--cache_dir", str(tmp_path)]
+    assert main([*base, "--judge_samples", "0"]) == 2
+    assert "lalm-eval: error: --judge_samples '0': must be a whole number >= 1" in capsys.readouterr().err
+    assert main([*base, "--judge_samples", "3"]) == 2
+    assert "--judge_samples 3: there is no judge to ask (no --judge given)" in capsys.readouterr().err
+    # the README's line: the paper's judge (an OpenAI-protocol preset) takes K = 3; the run goes on to
+    # the model (and stops there, at the unknown name: nothing is sent to the judge before)
+    judge = ["--judge", "palm_paper:base_url=http://127.0.0.1:9/v1", "--judge_samples", "3", "--seed", "1234"]
+    assert main([*base, *judge]) == 2
     err = capsys.readouterr().err
-    assert code == 2 and "lalm-eval: error: --judge_samples '0': must be a whole number >= 1" in err
+    assert "--judge_samples" not in err and "--model: unknown model 'no_such_model'" in err
 
 
 def test_run_records_decoding_and_k_and_the_report_footnotes_show_them(server, judged_tasks, tmp_path):  # noqa: F811

@@ -7,7 +7,9 @@ plug-ins add more through the entry-point group ``lalm_eval.judges``);
 builds the judge's text LLM from a ``--judge`` option; a named preset of ``presets.yaml`` stands for a
 backend and its options (``--judge palm_paper:base_url=http://host:8000/v1``: PALM's judge,
 Qwen3-Omni-30B-A3B-Thinking, with its decoding recorded). See :mod:`lalm_eval.judges.base` for the
-contract (strict JSON verdicts, one retry, failures as ``score=None``, a resumable cache).
+contract (strict JSON verdicts, one retry, failures as ``score=None``, a resumable cache; with
+``samples=K``, K seeded verdicts per item and their mean) and :mod:`lalm_eval.judges.decoding` for
+``--judge_samples`` and the footnote text that names a judge's decoding beside its scores.
 """
 
 from __future__ import annotations
@@ -109,6 +111,6 @@ def judge_llm_from_spec(spec: str) -> TextLLM:
 def make_judge(name: str, llm: TextLLM, cache_dir: str | Path | None = None, **kwargs) -> Judge:
     """The judge registered as ``name`` over ``llm``, caching verdicts in
     ``cache_dir/judge_cache.sqlite`` (no cache when ``cache_dir`` is None); ``kwargs`` go to the
-    judge (e.g. ``chunk_size``)."""
+    judge (``chunk_size``; ``samples`` and ``seed``: K verdicts per item, seeded from ``seed``)."""
     cache = JudgeCache(Path(cache_dir) / CACHE_FILE) if cache_dir is not None else None
     return JUDGES.get(name)(llm, cache=cache, **kwargs)
