@@ -11,7 +11,11 @@
   rubrics); ``missing`` with the reason when no ``--judge`` was given. With
   ``cross_check: recognition_presence`` the rule scorer's agreement (Cohen's kappa) is recorded;
   ``cross_check_options`` are that scorer's options (e.g. ``{names_field: queried}``: the doc field
-  listing the names, declared by the task, never assumed here).
+  listing the names, declared by the task, never assumed here). ``classify_failures: JUDGE`` with
+  ``classify_below: X`` (required together: the threshold is the task's, and the report names it)
+  classifies the answers judged below X. With ``--judge_samples K`` (:attr:`ScoringContext.judge_samples`)
+  each item's value is the mean of K seeded verdicts and ``judge_spread`` records the judge's own
+  spread; ``judge`` records its settings (decoding, ``samples``, seeds).
 
 The wrapped functions live in :mod:`lalm_eval.metrics.bleu`, ``.bertscore``, ``.recognition``
 and :mod:`lalm_eval.judges`; this module only adapts them to task items.
