@@ -4,10 +4,15 @@
         --tasks palm_recognition,palm_captioning --recipe lora_attn --output_dir OUT \\
         [--max_steps N] [--seed S] [--filter single_speaker|multi_speaker] [--resume_from_checkpoint]
         [--learning_rate LR] [--batch_size B] [--grad_accum K] [--epochs E] [--freeze audio_tower]
+        [--setting multi_speaker|grid] [--eval_split validation [--eval_steps N] [--eval_limit N]
+        [--select best:token_f1]]
 
 Recipes: ``lalm_eval/training/recipes/*.yaml`` (or a path); ``--tokens`` for prompt tuning.
 The learning rate and epochs are the recipe's (PALM §5.2) unless ``--learning_rate`` / ``--epochs``
-say otherwise; ``--max_steps`` caps the run. What it writes: :mod:`lalm_eval.training.trainer`.
+say otherwise; ``--max_steps`` caps the run. ``--setting grid`` trains every point of a recipe's
+sweep grid (``full``), each into ``OUT/grid/<label>/``. ``--eval_split`` evaluates through the
+harness during training and ``--select best:<metric>`` keeps the best checkpoint
+(:mod:`lalm_eval.training.validation`). What it writes: :mod:`lalm_eval.training.trainer`.
 """
 
 from __future__ import annotations
@@ -38,8 +43,24 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--setting",
         default=None,
-        help="one of the recipe's settings (e.g. multi_speaker; default: multi_speaker with --filter multi_speaker "
-        "when the recipe has it, else its base hyperparameters)",
+        help="one of the recipe's settings (e.g. multi_speaker; grid: every point of a sweep grid, each into "
+        "OUT/grid/<label>/; default: multi_speaker with --filter multi_speaker when the recipe has it, else its "
+        "base hyperparameters)",
+    )
+    ap.add_argument(
+        "--eval_split",
+        default=None,
+        help="evaluate on this split of the tasks' datasets during training (e.g. validation), through the harness",
+    )
+    ap.add_argument(
+        "--eval_steps", default=None, help="with --eval_split: evaluate every N steps (default: every epoch)"
+    )
+    ap.add_argument("--eval_limit", default=None, help="with --eval_split: first N docs of each task's split")
+    ap.add_argument(
+        "--select",
+        default=None,
+        help="with --eval_split: best:<metric> keeps the checkpoint with the best validation value of a metric of "
+        "the tasks (e.g. best:token_f1); last (default) keeps the last",
     )
     ap.add_argument("--tokens", default=None, help="prompt tuning: soft tokens per speaker (2..64)")
     ap.add_argument("--max_steps", default=-1, help="stop after N optimizer steps (-1: the epochs decide)")
@@ -103,7 +124,27 @@ def check_args(args) -> None:
     from lalm_eval.training.recipes import load_recipe_and_setting
 
     # the recipe file read and checked, --setting / --tokens against it: before the model or any example
-    recipe, _ = load_recipe_and_setting(args.recipe, args.tokens, args.setting, args.speakers)
+    recipe, setting = load_recipe_and_setting(args.recipe, args.tokens, args.setting, args.speakers)
+    args.grid = recipe.is_grid(setting)
+    if args.grid:
+        for flag in ("learning_rate", "epochs"):
+            if getattr(args, flag) is not None:
+                raise ConfigError(
+                    f"--{flag}: --setting {setting} sweeps the learning rate and epochs, and --{flag} would give every "
+                    f"point the same; leave out --{flag} (or --setting {setting})"
+                )
+    _check_validation_flags(args)
+    if args.eval_split is not None:  # the split in every task's dataset and the metric: before the model loads
+        from lalm_eval.training.validation import plan_validation
+
+        plan_validation(
+            args.task_list,
+            args.eval_split,
+            args.select_metric,
+            include_path=args.include_path,
+            cache_dir=Path(args.cache_dir).expanduser(),
+            limit=args.eval_limit,
+        )
     if args.freeze.strip() and recipe.method != "full":
         raise ConfigError(
             f"--freeze: applies to the full recipe, not to {recipe.name!r} ({recipe.method}), which trains only its "
@@ -115,6 +156,10 @@ def check_args(args) -> None:
     out = writable_folder(args.output_dir, "--output_dir")
     args.output_dir = out
     complete, incomplete = checkpoints_in(out / "checkpoints")
+    if args.grid:  # the points' checkpoints: OUT/grid/<label>/checkpoints
+        for folder in sorted((out / "grid").glob("*/checkpoints")):
+            more, less = checkpoints_in(folder)
+            complete, incomplete = complete + more, incomplete + less
     if args.resume_from_checkpoint and not complete:
         raise ConfigError(
             f"--resume_from_checkpoint: no complete checkpoint-* folder in {out / 'checkpoints'}; "
@@ -129,6 +174,30 @@ def check_args(args) -> None:
         )
 
 
+def _check_validation_flags(args) -> None:
+    """``--eval_split`` / ``--eval_steps`` / ``--eval_limit`` / ``--select``: converted, and the ones
+    that only mean something with ``--eval_split`` refused without it (the split itself and the
+    metric are checked against the tasks when the training starts, before any step)."""
+    from lalm_eval.cli import whole_number
+    from lalm_eval.errors import ConfigError
+    from lalm_eval.training.validation import parse_select
+
+    if args.eval_split is not None and not str(args.eval_split).strip():
+        raise ConfigError("--eval_split: is empty; give a split of the tasks' datasets, e.g. validation")
+    for flag in ("eval_steps", "eval_limit"):
+        if getattr(args, flag) is not None:
+            setattr(args, flag, whole_number(getattr(args, flag), f"--{flag}", 1, "give a whole number >= 1"))
+    args.select_metric = parse_select(args.select)
+    if args.eval_split is None:
+        for flag, given in (
+            ("--select", args.select),
+            ("--eval_steps", args.eval_steps),
+            ("--eval_limit", args.eval_limit),
+        ):
+            if given is not None:
+                raise ConfigError(f"{flag}: applies to evaluation during training; add --eval_split validation")
+
+
 def _check_freeze(text: str) -> None:
     from lalm_eval.errors import ConfigError
     from lalm_eval.training.recipes import load_placements
@@ -141,7 +210,7 @@ def _check_freeze(text: str) -> None:
 
 def main(argv=None) -> int:
     from lalm_eval.cli import build_adapter
-    from lalm_eval.training.trainer import TrainOptions, train
+    from lalm_eval.training.trainer import TrainOptions, train, train_grid
 
     args = parser().parse_args(argv)
     check_args(args)
@@ -168,10 +237,26 @@ def main(argv=None) -> int:
         save_steps=args.save_steps,
         max_minutes=args.max_minutes,
         freeze=tuple(c.strip() for c in args.freeze.split(",") if c.strip()),
+        eval_split=args.eval_split,
+        eval_steps=args.eval_steps,
+        eval_limit=args.eval_limit,
+        select=args.select_metric,
     )
-    info = train(adapter, opts)
     from lalm_eval.parallel import world
 
+    if args.grid:  # every point from a fresh model: the first is the one built above
+        fresh = [adapter]
+        info = train_grid(
+            lambda: fresh.pop() if fresh else build_adapter(args.model, args.model_args, args.device, args.cache_dir),
+            opts,
+        )
+        if world()[0] == 0:
+            keys = ("label", "learning_rate", "epochs", "global_step", "loss_first", "loss_last", "validation_best")
+            shown = {k: info[k] for k in ("recipe", "setting", "best_point") if k in info}
+            print(json.dumps({**shown, "points": [{k: p[k] for k in keys} for p in info["points"]]}, indent=2))
+            print(f"wrote {args.output_dir} (train_info.json; each point in grid/<label>/)")
+        return 0
+    info = train(adapter, opts)
     if world()[0] == 0:  # under a launcher rank 0 wrote the outputs
         print(
             json.dumps(
@@ -191,5 +276,14 @@ def main(argv=None) -> int:
                 indent=2,
             )
         )
-        print(f"wrote {args.output_dir} (train_info.json, loss.json, loss.png)")
+        if "validation" in info:
+            v = info["validation"]
+            print(
+                json.dumps({k: v[k] for k in ("split", "select", "evaluations", "kept", "kept_step", "best")}, indent=2)
+            )
+        print(
+            f"wrote {args.output_dir} (train_info.json, loss.json, loss.png"
+            + (", validation.png" if "validation" in info else "")
+            + ")"
+        )
     return 0

@@ -46,9 +46,31 @@ class Recipe:
     settings: dict | None = None
     file: str = ""
 
-    def training_args(self, setting: str | None = None) -> dict:
-        """``training`` with the named setting's overrides (``multi_speaker``) applied."""
-        over = dict((self.settings or {}).get(setting) or {}) if setting else {}
+    def is_grid(self, setting: str | None) -> bool:
+        """Whether ``setting`` is a sweep grid (a list of overrides, one per point) in this recipe."""
+        return bool(setting) and isinstance((self.settings or {}).get(setting), list)
+
+    def grid_points(self, setting: str) -> list[dict]:
+        """The overrides of each point of the sweep grid ``setting`` (a one-mapping setting: one point)."""
+        value = (self.settings or {}).get(setting)
+        return [dict(p) for p in value] if isinstance(value, list) else [dict(value or {})]
+
+    def overrides(self, setting: str | None = None, point: int | None = None) -> dict:
+        """The named setting's overrides (``multi_speaker``; of a sweep grid, point ``point``)."""
+        if not setting:
+            return {}
+        if self.is_grid(setting):
+            if point is None:
+                raise ConfigError(
+                    f"--setting {setting}: recipe {self.name!r} gives a sweep grid, which trains one point at a time; "
+                    f"run every point with `lalm-eval train --setting {setting}`"
+                )
+            return self.grid_points(setting)[point]
+        return dict((self.settings or {}).get(setting) or {})
+
+    def training_args(self, setting: str | None = None, point: int | None = None) -> dict:
+        """``training`` with the named setting's overrides (``multi_speaker``; a grid's point ``point``)."""
+        over = self.overrides(setting, point)
         over.pop("tokens", None)
         return {**self.training, **over}
 
@@ -156,7 +178,9 @@ def recipe_data(name: str) -> tuple[Path, dict]:
 def choose_setting(recipe: Recipe, setting: str | None, speakers: str | None = None) -> str | None:
     """The setting a training runs under: ``--setting`` (one of the recipe's, else an error with
     the closest names and the list), else ``multi_speaker`` under ``--filter multi_speaker`` when the
-    recipe has one, else None (the recipe's base ``training``)."""
+    recipe has one, else None (the recipe's base ``training``). A sweep grid (a setting that lists
+    several points, ``full``'s ``grid``) is a setting too: ``lalm-eval train`` trains each point
+    (:func:`lalm_eval.training.trainer.train_grid`)."""
     settings = recipe.settings or {}
     if setting is None:
         return "multi_speaker" if speakers == "multi_speaker" and "multi_speaker" in settings else None
@@ -167,15 +191,6 @@ def choose_setting(recipe: Recipe, setting: str | None, speakers: str | None = N
         raise ConfigError(
             f"--setting: recipe {recipe.name!r} has no setting {setting!r}{hint}; its settings: {listed} "
             "(leave out --setting to train with its base hyperparameters)"
-        )
-    if isinstance(settings[setting], list):
-        points = ", ".join(
-            " ".join(f"{k}={v}" for k, v in p.items() if k in ("learning_rate", "num_train_epochs"))
-            for p in settings[setting]
-        )
-        raise ConfigError(
-            f"--setting {setting}: recipe {recipe.name!r} gives a sweep grid ({points}), not one setting; "
-            "train each point on its own with --learning_rate and --epochs"
         )
     return setting
 
@@ -193,7 +208,8 @@ def load_recipe(name: str, tokens: int | None = None, setting: str | None = None
     if setting is not None:
         choose_setting(recipe, setting)
     if recipe.method == "prompt_tuning":
-        setting_tokens = ((recipe.settings or {}).get(setting) or {}).get("tokens") if setting else None
+        points = recipe.grid_points(setting) if setting else [{}]
+        setting_tokens = points[0].get("tokens") if len({str(p.get("tokens")) for p in points}) == 1 else None
         n = tokens if tokens is not None else setting_tokens if setting_tokens is not None else recipe.tokens
         if n is None or (recipe.allowed_tokens and int(n) not in recipe.allowed_tokens):
             raise ConfigError(
@@ -215,6 +231,24 @@ def load_recipe_and_setting(
     ``--filter``): what ``lalm-eval train`` checks before anything is loaded, and trains with."""
     chosen = choose_setting(load_recipe(name), setting, speakers)
     return load_recipe(name, tokens=tokens, setting=chosen), chosen
+
+
+def point_label(point: dict, base: dict) -> str:
+    """A grid point's name as the paper writes it (PALM Table 2: ``1e-6-epoch3``), from its learning
+    rate and epochs (the recipe's base values where the point leaves them out), plus any other key it
+    sets (``optim-sgd``)."""
+    import re
+
+    merged = {**base, **point}
+
+    def number(x) -> str:
+        return re.sub(r"e([+-])0*(\d)", lambda m: "e" + ("-" if m.group(1) == "-" else "") + m.group(2), f"{x:g}")
+
+    parts = [number(merged["learning_rate"])]
+    if "num_train_epochs" in merged:
+        parts.append(f"epoch{number(merged['num_train_epochs'])}")
+    parts += [f"{k}-{v}" for k, v in sorted(point.items()) if k not in ("learning_rate", "num_train_epochs")]
+    return "-".join(parts)
 
 
 def check_optimizer(recipe: Recipe, optim: str) -> None:
@@ -276,7 +310,9 @@ def resolve_placement(model, placement: str) -> list[str]:
     entry = placements[placement]
     found = components(model)
     linear = _linear_names(model)
-    missing = [c for c in entry["components"] if c not in found]
+    optional = set(entry.get("optional") or ())
+    missing = [c for c in entry["components"] if c not in found and c not in optional]
+    present = [c for c in entry["components"] if c in found]
     leaves = entry["leaves"]
     picked = (
         []
@@ -284,8 +320,7 @@ def resolve_placement(model, placement: str) -> list[str]:
         else [
             n
             for n in linear
-            if any(_inside(n, found[c]) for c in entry["components"])
-            and (leaves == "all" or n.rsplit(".", 1)[-1] in leaves)
+            if any(_inside(n, found[c]) for c in present) and (leaves == "all" or n.rsplit(".", 1)[-1] in leaves)
         ]
     )
     if not picked:
@@ -298,6 +333,39 @@ def resolve_placement(model, placement: str) -> list[str]:
             f"has components {found} with linear layers {leaf_sets}"
         )
     return picked
+
+
+def placement_report(model, placement: str) -> dict:
+    """What ``placement`` targets on ``model``, for ``train_info.json``: the layers per component
+    (counts and names), the other placements that resolve to the very same layers on this model (on
+    Qwen2-Audio ``all_linear`` is ``attn_ffn``: ms-swift's ``all-linear`` under its default
+    ``freeze_vit`` / ``freeze_aligner``), and the placement's ``note`` from ``placements.yaml``."""
+    _, placements = load_placements()
+    names = resolve_placement(model, placement)
+    found = components(model)
+    by_component: dict[str, list[str]] = {}
+    for name in names:
+        comp = next((c for c, q in found.items() if _inside(name, q)), "other")
+        by_component.setdefault(comp, []).append(name)
+    same = []
+    for other in sorted(placements):
+        if other == placement:
+            continue
+        try:
+            if set(resolve_placement(model, other)) == set(names):
+                same.append(other)
+        except ConfigError:  # a placement this model's architecture lacks
+            continue
+    report = {
+        "placement": placement,
+        "modules": len(names),
+        "modules_per_component": {c: len(v) for c, v in by_component.items()},
+        "same_modules_as": same,
+        "target_modules": names,
+    }
+    if placements[placement].get("note"):
+        report["note"] = " ".join(str(placements[placement]["note"]).split())
+    return report
 
 
 def apply_recipe(model, recipe: Recipe, seed: int = 0):

@@ -57,6 +57,11 @@ class TrainOptions:
     logging_steps: int = 1
     max_minutes: float | None = None  # stop (and save) once training has run this long
     freeze: tuple[str, ...] = ()  # components kept frozen under `full` (audio_tower, projector, language_model)
+    grid_point: int | None = None  # under a sweep-grid setting: which point this run trains (train_grid)
+    eval_split: str | None = None  # evaluate on this split of the tasks' datasets (validation.py)
+    eval_steps: int | None = None  # every N steps (None: at the end of every epoch)
+    eval_limit: int | None = None  # first N docs of each task's eval split
+    select: str | None = None  # the metric of --select best:<metric> (None: keep the last checkpoint)
 
 
 def _time_limit(minutes: float):
@@ -79,7 +84,10 @@ def _time_limit(minutes: float):
 EXAMPLE_KEYS = "lalm_example_keys"
 
 
-def _trainer_class(soft, seen: list):
+def _trainer_class(soft, seen: list, validate=None):
+    """The Trainer subclass a run uses. ``validate(state) -> metrics`` (``--eval_split``) replaces
+    ``Trainer.evaluate``: the harness evaluates the model, and the Trainer's own best-checkpoint
+    tracking (``metric_for_best_model``, ``load_best_model_at_end``) reads what it returns."""
     from transformers import Trainer
 
     class Recording(Trainer):
@@ -88,6 +96,14 @@ def _trainer_class(soft, seen: list):
         def training_step(self, model, inputs, *args, **kwargs):
             seen.extend(inputs.pop(EXAMPLE_KEYS, ()))
             return super().training_step(model, inputs, *args, **kwargs)
+
+        def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix="eval"):
+            if validate is None:
+                return super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
+            metrics = validate(self.state)
+            self.log(metrics)
+            self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
+            return metrics
 
     if soft is None:
         return Recording
@@ -107,6 +123,9 @@ def _trainer_class(soft, seen: list):
             with torch.no_grad():
                 for name, param in soft.by_name.items():
                     param.copy_(loaded.by_name[name])
+
+        def _load_best_model(self):  # the Trainer's own looks for model weights, which these checkpoints lack
+            self._load_from_checkpoint(self.state.best_model_checkpoint)
 
     return SoftPromptTrainer
 
@@ -182,8 +201,16 @@ def train(adapter, opts: TrainOptions) -> dict:
 
     from lalm_eval.models.hf_base import HFAudioAdapter, fingerprint
     from lalm_eval.training.data import Collator, ExampleDataset, memoised_features, training_examples
-    from lalm_eval.training.recipes import apply_recipe, check_optimizer, freeze_components, load_recipe_and_setting
+    from lalm_eval.training.recipes import (
+        apply_recipe,
+        check_optimizer,
+        freeze_components,
+        load_recipe_and_setting,
+        placement_report,
+        point_label,
+    )
     from lalm_eval.training.soft_prompts import SoftPromptModel, SoftPrompts
+    from lalm_eval.training.validation import evaluate_now, plan_validation, validation_plot
 
     if not isinstance(adapter, HFAudioAdapter):
         raise ConfigError(
@@ -201,11 +228,34 @@ def train(adapter, opts: TrainOptions) -> dict:
             f"--freeze: applies to the full recipe, not to {recipe.name!r} ({recipe.method}), which trains only its "
             "own parameters; leave out --freeze or use --recipe full"
         )
+    if (opts.select or opts.eval_steps) and not opts.eval_split:
+        flag = "--select" if opts.select else "--eval_steps"
+        raise ConfigError(f"{flag}: evaluates during training, which needs --eval_split; add --eval_split validation")
     out = Path(opts.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    hp = recipe.training_args(setting)
+    hp = recipe.training_args(setting, opts.grid_point)
     check_optimizer(recipe, hp.get("optim", "adamw_torch"))
     cuda = adapter.device.startswith("cuda")
+    plan = None
+    if opts.eval_split:  # the split and the metric checked before anything trains
+        plan = plan_validation(
+            opts.tasks,
+            opts.eval_split,
+            opts.select,
+            include_path=opts.include_path,
+            cache_dir=opts.cache_dir,
+            limit=opts.eval_limit,
+        )
+    eval_args = {}
+    if plan is not None:  # a checkpoint at every evaluation, so that the best one can be kept
+        strategy = "steps" if opts.eval_steps else "epoch"
+        eval_args = dict(
+            eval_strategy=strategy,
+            eval_steps=opts.eval_steps,
+            metric_for_best_model=plan.metric,
+            greater_is_better=plan.greater_is_better if plan.metric else None,
+            load_best_model_at_end=plan.metric is not None,
+        )
     args = TrainingArguments(
         output_dir=str(out / "checkpoints"),
         per_device_train_batch_size=opts.batch_size,
@@ -215,8 +265,8 @@ def train(adapter, opts: TrainOptions) -> dict:
         max_steps=opts.max_steps,
         optim=hp.get("optim", "adamw_torch"),
         logging_steps=opts.logging_steps,
-        save_strategy="steps",
-        save_steps=opts.save_steps,
+        save_strategy=eval_args.get("eval_strategy", "steps"),  # with --eval_split: a checkpoint per evaluation
+        save_steps=opts.eval_steps or opts.save_steps,
         save_total_limit=2,
         seed=opts.seed,
         data_seed=opts.seed,
@@ -230,6 +280,7 @@ def train(adapter, opts: TrainOptions) -> dict:
         report_to=[],
         dataloader_num_workers=0,
         disable_tqdm=False,
+        **eval_args,
     )
     main = args.process_index == 0
     # under a launcher rank 0 builds (or reads) the datasets first; the others then read its cache
@@ -240,6 +291,8 @@ def train(adapter, opts: TrainOptions) -> dict:
     model.train()
     base_hash = fingerprint(adapter.pretrained)
     soft, frozen = None, {}
+    # what the LoRA placement covers on this model, before peft wraps its layers
+    targets = placement_report(model, recipe.placement) if recipe.method == "lora" else None
     if recipe.method == "prompt_tuning":
         names = sorted({n for e in examples for n in e.subjects})
         if not names:
@@ -266,10 +319,24 @@ def train(adapter, opts: TrainOptions) -> dict:
 
     trainable = [n for n, p in train_model.named_parameters() if p.requires_grad]
     n_trainable = sum(p.numel() for p in train_model.parameters() if p.requires_grad)
-    trainer = _trainer_class(soft, seen)(
+
+    def validate(state) -> dict:
+        """The harness on the eval split, now; flat floats for the Trainer's log (kept in its state,
+        so a resumed run's curve has the evaluations before the resume too)."""
+        result = evaluate_now(adapter, plan, opts.batch_size, opts.seed)
+        metrics = {f"eval_{task}/{k}": v for task, values in result["per_task"].items() for k, v in values.items()}
+        if plan.metric is not None:
+            worst = float("-inf") if plan.greater_is_better else float("inf")
+            missing = result["value"] is None  # every item failed: never the best
+            metrics[f"eval_{plan.metric}"] = worst if missing else result["value"]
+            metrics["eval_selection_missing"] = float(missing)
+        return metrics
+
+    trainer = _trainer_class(soft, seen, validate if plan is not None else None)(
         model=train_model,
         args=args,
         train_dataset=ExampleDataset(examples),
+        eval_dataset=ExampleDataset(examples[:1]) if plan is not None else None,  # unused: validate() evaluates
         data_collator=collate,
         callbacks=[_time_limit(opts.max_minutes)] if opts.max_minutes else None,
     )
@@ -307,6 +374,9 @@ def train(adapter, opts: TrainOptions) -> dict:
     seconds = time.time() - start
     shards = _seen_by_rank(seen, args.world_size)
     points = [{"step": e["step"], "loss": e["loss"]} for e in trainer.state.log_history if "loss" in e]
+    validation = _validation_info(plan, trainer.state, opts) if plan is not None else None
+    if main and validation is not None:
+        validation_plot(validation["curve"], plan.metric, validation["kept_step"], out)
     if main:
         if soft is not None:
             soft.save(out)
@@ -350,12 +420,63 @@ def train(adapter, opts: TrainOptions) -> dict:
         "loss_last": points[-1]["loss"] if points else None,
         "evaluate_with": _evaluate_with(adapter, recipe, out),
     }
+    if recipe.is_grid(setting):
+        point = recipe.grid_points(setting)[opts.grid_point]
+        info["grid_point"] = {
+            "index": opts.grid_point,
+            "label": point_label(point, recipe.training),
+            "overrides": point,
+        }
+    if targets is not None:
+        info["lora_targets"] = targets
+    if validation is not None:
+        info["validation"] = validation
     if main:
         (out / "train_info.json").write_text(json.dumps(info, indent=2, default=str) + "\n", encoding="utf-8")
     if args.world_size > 1:  # the others return once rank 0 has written everything
         import torch.distributed as dist
 
         dist.barrier()
+    return info
+
+
+def _validation_info(plan, state, opts: TrainOptions) -> dict:
+    """``train_info.json``'s ``validation``: the plan, the curve (one point per evaluation, from the
+    Trainer's log history), the best evaluation and the checkpoint kept (``kept_step``: the best
+    under ``--select best:<metric>``, ties going to the earlier step; else the last step)."""
+    curve = []
+    for entry in state.log_history:
+        per_task: dict = {}
+        for key, value in entry.items():
+            if key.startswith("eval_") and "/" in key:
+                task, metric = key[len("eval_") :].split("/", 1)
+                per_task.setdefault(task, {})[metric] = value
+        if not per_task:
+            continue
+        value = None
+        if plan.metric is not None and not entry.get("eval_selection_missing"):
+            value = entry.get(f"eval_{plan.metric}")
+        curve.append(
+            {
+                "step": entry["step"],
+                "epoch": entry.get("epoch"),
+                "value": value,
+                "per_task": per_task,
+                "checkpoint": f"checkpoint-{entry['step']}",
+            }
+        )
+    best = None
+    if plan.metric is not None and state.best_global_step:
+        best = next((p for p in curve if p["step"] == state.best_global_step), None)
+    info = {
+        **plan.describe(),
+        "every": f"{opts.eval_steps} steps" if opts.eval_steps else "epoch",
+        "evaluations": len(curve),
+        "curve": curve,
+        "best": best,
+        "kept_step": best["step"] if best is not None else state.global_step,
+        "kept": "best" if best is not None else "last",
+    }
     return info
 
 
@@ -406,3 +527,81 @@ def _evaluate_with(adapter, recipe, out: Path) -> str:
         "prompt_tuning": f"pretrained={adapter.pretrained},soft_prompts={out}",
     }[recipe.method]
     return f"lalm-eval --model {adapter.name} --model_args {args} --tasks ..."
+
+
+def train_grid(make_adapter, opts: TrainOptions) -> dict:
+    """Train every point of the recipe's sweep-grid setting (``--setting grid``: ``full``'s
+    ``1e-6-epoch3``, ``1e-5-epoch5``, ``3e-6-epoch3``), each from a fresh model (``make_adapter()``)
+    into ``OUT/grid/<label>/`` with its own ``train_info.json``; ``OUT/train_info.json`` lists the
+    points (hyperparameters, steps, losses, output, and under ``--eval_split`` the best validation
+    value) and, under ``--select best:<metric>``, names the best point (the paper's "tuned on
+    validation sets"). Under ``--resume_from_checkpoint`` a finished point is kept as it is, one with
+    a checkpoint continues from it, the others train."""
+    from lalm_eval.training.recipes import load_recipe_and_setting, point_label
+
+    recipe, setting = load_recipe_and_setting(opts.recipe, opts.tokens, opts.setting, opts.speakers)
+    if not recipe.is_grid(setting):
+        raise ConfigError(f"--setting {setting}: not a sweep grid of recipe {recipe.name!r}; train it with train()")
+    out = Path(opts.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    points = recipe.grid_points(setting)
+    labels = [point_label(p, recipe.training) for p in points]
+    summary = {
+        "status": "incomplete",
+        "note": "a sweep grid: each point trains into grid/<label>/ (its own train_info.json); this file lists "
+        "them once all have finished",
+        "recipe": recipe.name,
+        "setting": setting,
+        "tasks": opts.tasks,
+        "seed": opts.seed,
+        "max_steps": opts.max_steps,
+        "points": [],
+    }
+    main = _is_main()
+    if main:
+        (out / "train_info.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    for i, (point, label) in enumerate(zip(points, labels)):
+        folder = out / "grid" / label
+        previous = folder / "train_info.json"
+        done = opts.resume and previous.is_file() and json.loads(previous.read_text()).get("status") == "finished"
+        if done:
+            info = json.loads(previous.read_text())
+        else:
+            resume = opts.resume and bool(checkpoints_in(folder / "checkpoints")[0])
+            info = train(make_adapter(), dataclasses.replace(opts, output_dir=folder, grid_point=i, resume=resume))
+        validation = info.get("validation") or {}
+        summary["points"].append(
+            {
+                "label": label,
+                "overrides": point,
+                "output_dir": str(folder),
+                "learning_rate": info["learning_rate"],
+                "epochs": info["epochs"],
+                "global_step": info["global_step"],
+                "loss_first": info["loss_first"],
+                "loss_last": info["loss_last"],
+                "validation_best": validation.get("best"),
+                "kept_from_earlier_run": bool(done),
+                "evaluate_with": info["evaluate_with"],
+            }
+        )
+    summary["status"] = "finished"
+    summary.pop("note")
+    if opts.select:
+        greater = (json.loads((out / "grid" / labels[0] / "train_info.json").read_text()).get("validation") or {}).get(
+            "greater_is_better", True
+        )
+        scored = [p for p in summary["points"] if (p["validation_best"] or {}).get("value") is not None]
+        if scored:  # ties: the earlier point of the grid
+            pick = (max if greater else min)(scored, key=lambda p: p["validation_best"]["value"])
+            summary["best_point"] = pick["label"]
+        summary["select"] = f"best:{opts.select}"
+    if main:
+        (out / "train_info.json").write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+    return summary
+
+
+def _is_main() -> bool:
+    from lalm_eval.parallel import world
+
+    return world()[0] == 0
