@@ -285,6 +285,34 @@ def test_classify_below_decides_which_answers_are_classified(below, failed):
     assert result.extra["classify_below"] == below and result.extra["classifier"]["judge"] == "msu_error_type"
 
 
+class SeededMsu(ScriptedMsu):
+    """Scores ``score=third`` 1 under the first of the run's three sample seeds, 0 under the others."""
+
+    per_request_seed = True
+
+    def __init__(self, seeds):
+        super().__init__()
+        self.seeds, self.prompts = seeds, []
+
+    def complete(self, batch, **settings):
+        self.prompts += [chat[0]["content"] for chat in batch]
+        score = 1.0 if settings.get("seed") == self.seeds[0] else 0.0
+        return super().complete(
+            [[{"role": "user", "content": c[0]["content"].replace("score=third", f"score={score}")}] for c in batch]
+        )
+
+
+def test_with_k3_a_failed_answer_is_classified_once_on_the_mean_of_its_verdicts():
+    llm = SeededMsu(sample_seeds(0, 3))
+    entry = msu_entry(classify_below=0.5)
+    item = ScoreItem("score=third", "Two.", {"task_id": "t1_sr_speaker_counting"}, "How many speakers?")
+    result = make_metric(entry, ScoringContext(judge_llm=llm, judge_samples=3)).compute([item])
+    assert result.values == pytest.approx([1 / 3]) and result.details[0]["judge_samples"] == [1.0, 0.0, 0.0]
+    classifier_prompts = [p for p in llm.prompts if '"error_type"' in p]
+    assert len(classifier_prompts) == 1 and "the judge's score of this response: 0.3333 (" in classifier_prompts[0]
+    assert result.extra["judge"]["samples"] == 3 and result.extra["classifier"]["samples"] == 1
+
+
 def test_classify_below_is_required_checked_and_recorded_without_a_judge():
     with pytest.raises(ConfigError, match="classify_failures needs classify_below"):
         make_metric(msu_entry(), ScoringContext())

@@ -267,10 +267,17 @@ class JudgeMetric(Metric):
         if not failed:
             return {}
         counts: dict[str, int] = {}
+        # a mean of K > 1 verdicts is shown to the classifier to 4 decimals (K = 1: as judged, as before)
+        mean_of_k = int((extra.get("judge") or {}).get("samples", 1) or 1) > 1
         asks = [self._judge_item(items[k]) for k in failed]
         asks = [
             dataclasses.replace(
-                a, context={**a.context, "score": values[k], "judge_comment": (details[k] or {}).get("comment")}
+                a,
+                context={
+                    **a.context,
+                    "score": round(values[k], 4) if mean_of_k else values[k],
+                    "judge_comment": (details[k] or {}).get("comment"),
+                },
             )
             for a, k in zip(asks, failed)
         ]
