@@ -17,10 +17,14 @@ generate call (multi-stage pipelines, talkers, bespoke remote code) need a subcl
 than the feature extractor's window: see ``long_audio`` below.
 
 Long audio (:mod:`lalm_eval.models.long_audio`): ``AUDIO_LIMIT_S`` is what the model hears of each
-audio part (Qwen2-Audio and Qwen2.5-Omni: 30 s, their feature extractors cut the rest; the generic
-``hf-audio``: none known). Model arg ``long_audio=truncate`` (default) cuts explicitly at the limit,
-``refuse`` fails such requests as ``audio_over_limit``, ``chunk`` sends consecutive ≤ limit parts;
-every response records ``audio_s``, ``seen_s`` and ``truncated``.
+audio part, read from the checkpoint when the processor loads (:attr:`HFAudioAdapter.audio_limit`,
+:mod:`lalm_eval.models.audio_limits`): the adapter's ``AUDIO_LIMIT_RULE`` applied to the loaded
+feature extractor (Qwen2.5-Omni: its ``n_samples / sampling_rate``, the checkpoint's
+``chunk_length``; Qwen2-Audio: its encoder's fixed 3000-frame input, 30 s; Qwen3-Omni: none), for
+``hf-audio`` the rule of the loaded processor's class (``audio_limits.yaml``). Model arg
+``long_audio=truncate`` (default) cuts explicitly at the limit, ``refuse`` fails such requests as
+``audio_over_limit``, ``chunk`` sends consecutive ≤ limit parts; every response records
+``audio_s``, ``seen_s`` and ``truncated``.
 
 Training outputs (``lalm-eval train``, :mod:`lalm_eval.training`): model arg ``peft=DIR`` loads a
 peft adapter (any LoRA placement, the audio tower's included) onto ``pretrained``;
@@ -47,6 +51,7 @@ from tqdm.auto import tqdm
 from lalm_eval.api import AUDIO_SR, LONG_AUDIO_POLICIES, Adapter, Request, Response
 from lalm_eval.audio.io import resample
 from lalm_eval.errors import AudioError, ConfigError, LalmEvalError
+from lalm_eval.models.audio_limits import AudioLimit, resolve, rule_for_processor
 from lalm_eval.models.batching import (
     cuda_available,
     plan_batches,
@@ -108,6 +113,16 @@ def _config_dict(pretrained: str) -> dict:
         raise ConfigError(f"model {pretrained!r}: no config.json")
     with open(path, encoding="utf-8") as f:
         return json.load(f)
+
+
+def _feature_extractor_file(pretrained: str) -> str:
+    """The file a model folder's feature extractor loads from (transformers 5 saves it inside
+    ``processor_config.json`` when a processor is saved), for the audio limit's source."""
+    folder = Path(pretrained).expanduser()
+    if folder.is_dir() and not (folder / "preprocessor_config.json").is_file():
+        if (folder / "processor_config.json").is_file():
+            return "processor_config.json feature_extractor"
+    return "preprocessor_config.json"
 
 
 def _parts(message: dict) -> list:
@@ -226,6 +241,9 @@ class HFAudioAdapter(Adapter):
     #: the shortest audio part the model can hear, in samples at 16 kHz (0: no minimum known);
     #: shorter parts fail as ``audio_too_short`` before the model runs (see the subclasses)
     MIN_AUDIO_SAMPLES = 0
+    #: how the audio limit follows from the checkpoint (a rule of ``audio_limits.yaml``); None: by
+    #: the class of the processor that loads (``hf-audio``). See :attr:`audio_limit`.
+    AUDIO_LIMIT_RULE: str | None = None
     #: building it loads nothing (its args, device and model folder's files are checked, no more),
     #: so ``lalm-eval`` builds it before the tasks load: a bad model arg shows first
     BUILT_BEFORE_TASKS = True
@@ -262,6 +280,7 @@ class HFAudioAdapter(Adapter):
         self.long_audio = resolve_policy(long_audio, self.LONG_AUDIO_DEFAULT, self.AUDIO_LIMIT_SCOPE, self.name)
         self.n_failed = 0  # requests that got Response(None, error)
         self._model = self._processor = self._identity = None
+        self._audio_limit: AudioLimit | None = None
         self.peft = user_path(str(peft)) if peft else None  # a peft adapter folder (lalm-eval train, LoRA recipes)
         self.soft_prompts_path = user_path(str(soft_prompts)) if soft_prompts else None
         self.soft_prompts = None  # lalm_eval.training.soft_prompts.SoftPrompts, loaded on first use
@@ -388,6 +407,36 @@ class HFAudioAdapter(Adapter):
             if tok.pad_token is None and tok.eos_token is not None:
                 tok.pad_token = tok.eos_token
         return self._processor
+
+    @property
+    def audio_limit(self) -> AudioLimit:
+        """What the model hears of each audio part, from the loaded feature extractor (the
+        processor loads on first use): :attr:`AUDIO_LIMIT_RULE` (else the processor class's rule)
+        resolved by :func:`lalm_eval.models.audio_limits.resolve`, logged once with its source."""
+        if self._audio_limit is None:
+            processor = self.processor
+            rule, why = self.AUDIO_LIMIT_RULE, f"{self.name}'s rule"
+            if rule is None:
+                rule, why = rule_for_processor(processor)
+            fe = getattr(processor, "feature_extractor", None)
+            where = f"--model_args pretrained={self.pretrained}"
+            config = _config_dict(self.pretrained) if rule == "encoder_input" else None
+            if fe is None and rule != "none":
+                limit = AudioLimit(None, "none", f"{type(processor).__name__} has no feature extractor: no limit known")
+            else:
+                limit = resolve(rule, fe, config, where=where, file=_feature_extractor_file(self.pretrained))
+            self._audio_limit = limit
+            log.info("%s: hears %s of each audio (%s; %s)", self.name, self._limit_text(), why, limit.source)
+        return self._audio_limit
+
+    def _limit_text(self) -> str:
+        s = self._audio_limit.seconds if self._audio_limit else None
+        return "all" if s is None else f"{s:g} s"
+
+    @property
+    def AUDIO_LIMIT_S(self) -> float | None:  # noqa: N802 - the Adapter contract's name
+        """:attr:`audio_limit`'s seconds (loads the processor)."""
+        return self.audio_limit.seconds
 
     tokenizer = property(lambda self: getattr(self.processor, "tokenizer", self.processor))
     sampling_rate = property(
@@ -523,6 +572,8 @@ class HFAudioAdapter(Adapter):
         kwargs = dict(text=texts, return_tensors="pt", padding=True)
         if audios:
             kwargs.update(audio=audios, sampling_rate=self.sampling_rate)
+            if self.audio_limit.feature_kwargs:  # e.g. Qwen2-Audio: its encoder's fixed input length
+                kwargs["audio_kwargs"] = dict(self.audio_limit.feature_kwargs)
         return self.check_inputs(self.processor(**kwargs), len(audios))
 
     def check_inputs(self, inputs, n_audios: int):

@@ -12,6 +12,16 @@ both paths give identical tensors.
 
 Audio parts get an ``audio`` key: the Omni chat templates accept ``{"type": "audio"}``, but also
 test ``'audio' in content``.
+
+What they hear (:attr:`~lalm_eval.models.hf_base.HFAudioAdapter.audio_limit`, read from the
+checkpoint, :mod:`lalm_eval.models.audio_limits`): Qwen2.5-Omni's processor
+(transformers ``Qwen2_5OmniProcessor._process_audio``) calls the feature extractor with
+``padding="max_length"`` and Whisper's default ``truncation=True``, so every audio is padded and
+cut to the feature extractor's ``n_samples = chunk_length * sampling_rate``: the checkpoint's
+``preprocessor_config.json`` ``chunk_length`` (300 s for the public Qwen2.5-Omni checkpoints, 30 s
+for a feature extractor saved with the defaults), not 30 s by construction. Its audio encoder
+windows any length (``n_window``), so nothing else cuts. Qwen3-Omni's processor passes
+``truncation=False``: no limit.
 """
 
 from __future__ import annotations
@@ -37,7 +47,7 @@ class ManualOmniProcessor:
     def apply_chat_template(self, conversation, **kwargs):
         return self.tokenizer.apply_chat_template(conversation, chat_template=self.chat_template, **kwargs)
 
-    def __call__(self, text, audio=None, sampling_rate=None, return_tensors="pt", padding=True):
+    def __call__(self, text, audio=None, sampling_rate=None, return_tensors="pt", padding=True, audio_kwargs=None):
         text, audio, data = list(text), list(audio or []), {}
         placeholders = sum(t.count(self.audio_token) for t in text)
         if placeholders != len(audio):
@@ -48,7 +58,7 @@ class ManualOmniProcessor:
                 sampling_rate=sampling_rate,
                 return_attention_mask=True,
                 return_tensors="pt",
-                **self.feature_kwargs,
+                **{**self.feature_kwargs, **(audio_kwargs or {})},
             )
             mask = feats["attention_mask"]
             counts = iter(self.output_lengths(mask.sum(-1)).tolist())
@@ -82,9 +92,10 @@ class Qwen25OmniThinkerAdapter(HFAudioAdapter):
     AUDIO_KEYS = ("input_features",)
     ONE_ROW_PER_AUDIO = True
     AUDIO_PART_KEY = "audio"
-    #: what ``Qwen2_5OmniProcessor._process_audio`` passes to the feature extractor (pads and cuts to 30 s)
+    #: what ``Qwen2_5OmniProcessor._process_audio`` passes to the feature extractor: pads and cuts to
+    #: its ``n_samples`` (the checkpoint's ``chunk_length``), the limit ``AUDIO_LIMIT_RULE`` reads
     FEATURE_KWARGS = {"padding": "max_length"}
-    AUDIO_LIMIT_S = 30.0
+    AUDIO_LIMIT_RULE = "feature_extractor"
     MODEL_TYPES = ("qwen2_5_omni", "qwen2_5_omni_thinker")
     #: the thinker's audio encoder gives F mel frames (hop 160 samples) ((F-1)//2+1-2)//2+1 tokens
     #: (:meth:`output_lengths`): none below 3 frames, and a prompt without audio tokens is answered
@@ -118,7 +129,7 @@ class Qwen3OmniThinkerAdapter(Qwen25OmniThinkerAdapter):
     model_class_name = "Qwen3OmniMoeThinkerForConditionalGeneration"
     #: what ``Qwen3OmniMoeProcessor`` passes to the feature extractor (no 30 s cut)
     FEATURE_KWARGS = {"padding": True, "truncation": False}
-    AUDIO_LIMIT_S = None
+    AUDIO_LIMIT_RULE = "none"
     N_WINDOW = 50  # Qwen3OmniMoeProcessor.n_window
     MODEL_TYPES = ("qwen3_omni_moe", "qwen3_omni_moe_thinker")
     MIN_AUDIO_SAMPLES = 1  # one mel frame gives one audio token (:meth:`output_lengths`)

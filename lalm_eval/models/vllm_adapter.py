@@ -50,10 +50,15 @@ Audio per prompt
     ``max_audios`` (Kimi-Audio: 1) is vLLM's own limit: requests over it fail as ``bad_request``.
 
 Long audio: as the HF adapters (:mod:`lalm_eval.models.long_audio`): the entry's ``audio_limit_s``
-    per audio part (Qwen2-Audio, Qwen2.5-Omni, Kimi-Audio: 30 s, the Whisper extractor's window
-    that vLLM's processors use too — a > 30 s clip once killed vLLM's Qwen2-Audio engine, vLLM
-    PR #56912), ``long_audio=truncate`` (default) / ``refuse`` / ``chunk``; every response records
-    ``audio_s``, ``seen_s``, ``truncated``, plus ``usage`` (prompt and completion tokens).
+    per audio part, seconds or a rule read from the checkpoint when the adapter is built
+    (:func:`audio_limit_of`, :mod:`lalm_eval.models.audio_limits`, no vLLM or transformers
+    import): Qwen2.5-Omni ``feature_extractor`` (vLLM's ``qwen2_5_omni_thinker.py`` calls
+    transformers' ``Qwen2_5OmniProcessor``, which cuts at the checkpoint's ``chunk_length``: 300 s
+    for the public checkpoints), Qwen2-Audio ``encoder_input`` (vLLM's ``qwen2_audio.py`` runs its
+    tower on "a fixed 30s mel input": 30 s — a > 30 s clip once killed that engine, vLLM PR
+    #56912), Kimi-Audio 30 s; ``long_audio=truncate`` (default) / ``refuse`` / ``chunk``; every
+    response records ``audio_s``, ``seen_s``, ``truncated``, plus ``usage`` (prompt and completion
+    tokens).
 
 Training outputs (``lalm-eval train``): vLLM applies LoRA to the language model only, and vLLM 0.32
     has none for Qwen2-Audio (its model class lacks ``SupportsLoRA``). ``peft=DIR``: an adapter whose
@@ -96,6 +101,7 @@ import numpy as np
 
 from lalm_eval.api import AUDIO_SR, Adapter, Request, Response
 from lalm_eval.errors import AudioError, ConfigError, LalmEvalError
+from lalm_eval.models.audio_limits import AudioLimit, feature_extractor_from_files, resolve
 from lalm_eval.models.batching import resolve_device, resolve_dtype, truncate_at
 from lalm_eval.models.hf_base import fingerprint
 from lalm_eval.models.long_audio import LongAudioError, fit_request, resolve_policy
@@ -203,6 +209,27 @@ def check_peft(pretrained: str, peft: str, merge: bool) -> int:
     return int(config.get("r") or 8)
 
 
+def audio_limit_of(fmt: PromptFormat, pretrained: str, config: dict) -> AudioLimit:
+    """What vLLM's processor for ``fmt``'s model lets the model hear of each audio: the entry's
+    ``audio_limit_s`` seconds, or its rule applied to the checkpoint's feature-extractor fields
+    (:func:`~lalm_eval.models.audio_limits.feature_extractor_from_files`, read as transformers'
+    ``WhisperFeatureExtractor`` reads them, which vLLM's processors load)."""
+    value = fmt.audio_limit_s
+    if value is None:
+        return AudioLimit(None, "none", f"vllm_prompts.yaml {fmt.name}: no limit known")
+    if not isinstance(value, str):
+        return AudioLimit(float(value), "fixed", f"vllm_prompts.yaml {fmt.name}: audio_limit_s {value:g} s")
+    limit = resolve(value, feature_extractor_from_files(pretrained), config, where=f"vllm: {pretrained}")
+    if limit.feature_kwargs:  # vLLM's processor pads to the extractor's window; the encoder refuses it
+        raise ConfigError(
+            f"vllm: {pretrained}: its feature extractor's window is not its encoder's fixed input ({limit.source}) "
+            "so vLLM's processor would give the encoder features of the wrong length; save the feature "
+            "extractor with the encoder's chunk_length, or run --model "
+            f"{config.get('model_type') or 'qwen2_audio'} (which passes the encoder's length)"
+        )
+    return limit
+
+
 @dataclasses.dataclass
 class _Prepared:
     index: int
@@ -304,7 +331,8 @@ class VLLMAdapter(Adapter):
                 f"vllm: {self.pretrained} ({self.prompt_format.name}) needs the model arg "
                 "trust_remote_code=true (its tokenizer/processor are remote code)"
             )
-        self.AUDIO_LIMIT_S = self.prompt_format.audio_limit_s
+        self.audio_limit = audio_limit_of(self.prompt_format, self.pretrained, self.config)
+        self.AUDIO_LIMIT_S = self.audio_limit.seconds
         self.long_audio = resolve_policy(long_audio, self.LONG_AUDIO_DEFAULT, self.AUDIO_LIMIT_SCOPE, self.name)
         self.generation_defaults = read_generation_config(self.pretrained) if generation_config == "auto" else {}
         self.n_failed = 0

@@ -48,7 +48,7 @@ class PromptFormat:
     architectures: tuple[str, ...] = ()
     audio_part_key: str | None = None
     flatten: bool = False
-    audio_limit_s: float | None = None
+    audio_limit_s: float | str | None = None  # seconds, or a rule of audio_limits.yaml read from the checkpoint
     max_audios: int | None = None
     stop_token_ids: tuple[int, ...] = ()
     trust_remote_code: bool = False
@@ -91,8 +91,21 @@ def _entry(name: str, data, where: str) -> PromptFormat:
     if not isinstance(token, str) or not token:
         raise ConfigError(f"{where}: entry {name!r} field 'audio_token' (the audio placeholder) is required")
     limit = data.get("audio_limit_s")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0):
-        raise ConfigError(f"{where}: entry {name!r} field 'audio_limit_s' must be seconds > 0 or null")
+    from lalm_eval.models.audio_limits import RULES
+
+    if isinstance(limit, str) and limit not in RULES:
+        raise ConfigError(
+            f"{where}: entry {name!r} field 'audio_limit_s': {limit!r} is no rule of audio_limits.yaml; "
+            f"give seconds > 0, null or one of {', '.join(RULES)}"
+        )
+    if (
+        limit is not None
+        and not isinstance(limit, str)
+        and (isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0)
+    ):
+        raise ConfigError(
+            f"{where}: entry {name!r} field 'audio_limit_s' must be seconds > 0, null or a rule ({', '.join(RULES)})"
+        )
     most = data.get("max_audios")
     if most is not None and (isinstance(most, bool) or not isinstance(most, int) or most < 1):
         raise ConfigError(f"{where}: entry {name!r} field 'max_audios' must be an integer >= 1 or null")
@@ -104,7 +117,7 @@ def _entry(name: str, data, where: str) -> PromptFormat:
         architectures=tuple(data.get("architectures") or ()),
         audio_part_key=data.get("audio_part_key"),
         flatten=bool(data.get("flatten", False)),
-        audio_limit_s=None if limit is None else float(limit),
+        audio_limit_s=limit if limit is None or isinstance(limit, str) else float(limit),
         max_audios=most,
         stop_token_ids=tuple(int(t) for t in data.get("stop_token_ids") or ()),
         trust_remote_code=bool(data.get("trust_remote_code", False)),
