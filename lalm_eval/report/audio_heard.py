@@ -18,9 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 
-def cut_lines(
-    rows: Iterable[Mapping], by: Sequence[str] = ("task_name",), policy: str | None = None
-) -> list[str]:
+def cut_lines(rows: Iterable[Mapping], by: Sequence[str] = ("task_name",), policy: str | None = None) -> list[str]:
     """One bold line per group of ``rows`` (by the fields ``by``, in order of first appearance)
     with at least one cut sample; none when every sample was heard whole."""
     groups: dict[tuple, list[Mapping]] = {}

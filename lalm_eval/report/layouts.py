@@ -584,6 +584,9 @@ def render_layout(
             base, _, part = m.partition(":")
             label = metric_name(base) + (f", {part.replace('_', ' ')}" if part else "")
             notes.append(f"{label}: {'; '.join(texts)}")
+    from lalm_eval.report.audio_heard import cut_lines
+
+    notes += cut_lines(rows, by=("model", "task_name"))  # per model and task whose audio was cut, in bold
     text = "\n".join(parts).rstrip("\n")
     if notes:
         text += "\n\n" + "  \n".join(notes)
