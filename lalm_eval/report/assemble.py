@@ -247,6 +247,14 @@ def _judge_spread(info: dict) -> str:
     return f"; judge SD {spread['run_mean_sd']:.4f} over {spread['samples']} verdicts"
 
 
+def _cut_header(run: dict) -> list[str]:
+    """The header's bold line per task whose audio was cut (:mod:`lalm_eval.report.audio_heard`)."""
+    from lalm_eval.report.audio_heard import run_cut_lines
+
+    cut = run_cut_lines(run)
+    return [x for line in cut for x in (line, "")]
+
+
 def markdown_report(run: dict, model_name: str) -> str:
     lines = [
         f"# lalm-eval report: {model_name}",
@@ -254,6 +262,7 @@ def markdown_report(run: dict, model_name: str) -> str:
         "Values are means with 95 % bootstrap intervals; failed generations and unscored samples "
         "are left out of the means and counted.",
         "",
+        *_cut_header(run),
         "| task | metric | value [95 % CI] | scored / docs | errors |",
         "|---|---|---|---|---|",
     ]
