@@ -218,6 +218,18 @@ def flag_error(flag: str, exc: LalmEvalError, fix: str) -> LalmEvalError:
     return exc
 
 
+def bertscore_model_flag(text: str | None) -> dict | None:
+    """``--bertscore_model en=A,zh=B``: {language: backbone}, each found locally (a folder, or a Hub
+    id in the Hugging Face cache) before any task or model loads."""
+    if text is None:
+        return None
+    from lalm_eval.metrics.bertscore import check_backbones, parse_backbone_flag
+
+    spec = parse_backbone_flag(text, "--bertscore_model")
+    check_backbones(spec, "--bertscore_model")
+    return spec
+
+
 def check_eval_args(args) -> None:
     """Every flag of a run checked (and converted) before a task, a dataset or a model is loaded;
     ``--output_path`` and ``--cache_dir`` are made and probed now (``~`` expanded once, the checked
@@ -244,6 +256,7 @@ def check_eval_args(args) -> None:
                 f"--prices {args.prices}: no such file; give a price table YAML (see lalm_eval/models/prices.yaml)"
             )
     args.gen_kwargs_dict = gen_kwargs_flag(args.gen_kwargs)
+    args.bertscore_models = bertscore_model_flag(getattr(args, "bertscore_model", None))
     args.include_path = include_paths_flag(args.include_path)
     _model_args(args.model_args)
     device_flag(args.device)
@@ -294,6 +307,14 @@ def eval_parser() -> argparse.ArgumentParser:
         help="K: ask the judge K times per item, each verdict cached and seeded on its own (seeds from "
         "--seed, or from the --judge spec's seed=), and report the mean with the judge's own spread "
         "beside the bootstrap CI (default 1: one verdict, no seed sent; K > 1 needs an OpenAI-compatible judge)",
+    )
+    ap.add_argument(
+        "--bertscore_model",
+        default=None,
+        help="BERTScore backbones per row language, e.g. en=roberta-large,zh=bert-base-chinese (a folder, "
+        "or a Hub id already in the Hugging Face cache; default=X for other languages; one X for all); "
+        "default: bert-score's own per-language models where cached, else all-MiniLM-L6-v2, and the "
+        "report says when they are not the paper's",
     )
     ap.add_argument(
         "--dry_run",
@@ -579,6 +600,7 @@ def run_eval(args) -> int:
         stream_chunk=args.stream_chunk,
         opened=opened,
         judge_samples=args.judge_samples,
+        bertscore_models=args.bertscore_models,
     )
     budget = getattr(adapter, "budget", None)
     not_run = sum(r.get("samples", {}).get("failures", {}).get("budget", 0) for r in run["results"].values())
@@ -590,6 +612,7 @@ def run_eval(args) -> int:
         "batch_size": args.batch_size,
         "judge": args.judge,
         "judge_samples": args.judge_samples,
+        "bertscore_model": args.bertscore_model,
         "device": args.device,
         "seed": args.seed,
         "limit": args.limit,

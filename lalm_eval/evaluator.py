@@ -691,6 +691,7 @@ def evaluate(
     stream_chunk: int | None = None,
     opened: OpenedTasks | None = None,
     judge_samples: int = 1,
+    bertscore_models: dict | None = None,
 ) -> dict:
     """Everything the results file needs, plus per-task sample rows under ``"_samples"``.
 
@@ -735,7 +736,18 @@ def evaluate(
             _without_audio,
         )
         return _finish(
-            runs, per_run, tasks, manager, task_names, adapter, judge_llm, Path(cache_dir), seed, t0, judge_samples
+            runs,
+            per_run,
+            tasks,
+            manager,
+            task_names,
+            adapter,
+            judge_llm,
+            Path(cache_dir),
+            seed,
+            t0,
+            judge_samples,
+            bertscore_models=bertscore_models,
         )
 
 
@@ -760,13 +772,30 @@ def what_is_kept(runs: list[TaskRun], cache: ResponseCache | None, adapter) -> s
 
 
 def _finish(
-    runs, per_run, tasks, manager, task_names, adapter, judge_llm, cache_dir: Path, seed, t0, judge_samples: int = 1
+    runs,
+    per_run,
+    tasks,
+    manager,
+    task_names,
+    adapter,
+    judge_llm,
+    cache_dir: Path,
+    seed,
+    t0,
+    judge_samples: int = 1,
+    bertscore_models: dict | None = None,
 ) -> dict:
     """Score every run's responses and assemble what :func:`evaluate` returns (``judge_samples``:
     ``--judge_samples K``, the verdicts per judged item, seeded from ``seed``)."""
     responses = [r for part in per_run for r in part]
     results, samples = {}, {}
-    context = ScoringContext(judge_llm=judge_llm, cache_dir=Path(cache_dir), seed=seed, judge_samples=judge_samples)
+    context = ScoringContext(
+        judge_llm=judge_llm,
+        cache_dir=Path(cache_dir),
+        seed=seed,
+        judge_samples=judge_samples,
+        bertscore_models=bertscore_models,  # --bertscore_model, over the tasks' backbones
+    )
     for run, part in zip(tqdm(runs, desc="scoring"), per_run):
         summary, rows, counters, info = score(run, part, context)
         results[run.task.name] = {

@@ -79,6 +79,8 @@ class ScoringContext:
     cache_dir: Any = None
     seed: int = 0
     judge_samples: int = 1  # --judge_samples K: verdicts per item, each seeded from ``seed``
+    # --bertscore_model: {language (or "default"): folder or Hub id}, over the tasks' ``backbone``
+    bertscore_models: Any = None
 
 
 class Metric(abc.ABC):

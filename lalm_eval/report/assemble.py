@@ -95,8 +95,10 @@ def metric_details(run: dict) -> dict[str, dict[str, str]]:
         for name, info in (r.get("metrics") or {}).items():
             if not isinstance(info, dict):
                 continue
-            if info.get("backbone"):
-                out.setdefault(task, {})[name] = f"backbone {info['backbone']}"
+            if info.get("backbone"):  # BERTScore: per language, and "not comparable" where so
+                from lalm_eval.metrics.bertscore import describe_result
+
+                out.setdefault(task, {})[name] = describe_result(info)
             elif isinstance(info.get("judge"), dict):  # the judge's decoding is part of its score
                 from lalm_eval.judges.decoding import describe_judge
 
@@ -126,6 +128,7 @@ def _notes(run: dict) -> list[str]:
                     "signature",
                     "corpus_bleu",
                     "backbone",
+                    "not_comparable",
                     "missing",
                     "judge_failures",
                     "judge_cache_hits",

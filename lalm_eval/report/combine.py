@@ -413,7 +413,7 @@ def combine(
         layouts,
         metrics=metrics,
         missing=missing_reasons(pseudo),
-        details=metric_details(pseudo),
+        details=_run_details(runs),
         error_sample=error_sample,
         seed=seed,
     )
@@ -435,6 +435,26 @@ def combine(
         files.append(report)
         files += report_plots(by_report, index, out, stamp)
     return text, files
+
+
+def _run_details(runs: Sequence[Run]) -> dict[str, dict[str, str]]:
+    """:func:`metric_details` over every run, not the first run of a task alone: runs of one task
+    scored with other BERTScore backbones (or judges) each get their line, labelled by run when
+    they differ."""
+    per_run = [(run, metric_details({"results": _info_of(run)})) for run in runs]
+    out: dict[str, dict[str, str]] = {}
+    for task in dict.fromkeys(t for _, d in per_run for t in d):
+        for metric in dict.fromkeys(m for _, d in per_run for m in d.get(task, {})):
+            texts = {run.label: d[task][metric] for run, d in per_run if metric in d.get(task, {})}
+            distinct = list(dict.fromkeys(texts.values()))
+            out.setdefault(task, {})[metric] = (
+                distinct[0] if len(distinct) == 1 else "  \n".join(f"{label}: {text}" for label, text in texts.items())
+            )
+    return out
+
+
+def _info_of(run: Run) -> dict:
+    return {t: {"metrics": m} for t, m in (run.doc.get("metric_info") or {}).items() if isinstance(m, dict)}
 
 
 __all__ = ["combine", "latest_results", "load_run", "read_results", "run_documents"]
