@@ -9,6 +9,7 @@ says; the ``vllm`` adapter reads the same limits from the same files at build, w
 import io
 import json
 import shutil
+import types
 
 import datasets
 import numpy as np
@@ -155,6 +156,8 @@ def test_90_s_heard_whole_with_300_and_cut_with_30_and_the_report_says_so(omni, 
         assert rows[0]["seen_s"] == (LONG_S if n == 300 else 30.0) and rows[0]["truncated"] is (n == 30)
         files = write_outputs(run, {"model": "qwen2_5_omni"}, tmp_path / str(n), log_samples=True)
         reports[n] = files["report"].read_text()
+        logged = [json.loads(x) for x in files["samples_long_audio_task"].read_text().splitlines()]
+        assert sorted(r["seen_s"] for r in logged) == [5.0, LONG_S if n == 300 else 30.0]
         assert sorted(frames) == [500, 9000 if n == 300 else 3000]  # 100 frames a second, all 90 s with 300
     line = "**long_audio_task: 1 of 2 samples heard 33.3 % of their audio on average (long_audio=truncate)**"
     header = reports[30].split("| task | metric |")[0]
@@ -213,8 +216,26 @@ def test_vllm_entries_read_the_checkpoint(fake_vllm, omni, qwen2_audio):
     assert va.VLLMAdapter(str(omni[300]), prompt_format="kimi_audio", trust_remote_code=True).AUDIO_LIMIT_S == 30.0
 
 
+def test_hf_audio_rule_by_processor_class_and_whisper_defaults(tmp_path):
+    whisper = types.SimpleNamespace(n_samples=480000, sampling_rate=16000, chunk_length=30, hop_length=160)
+
+    def processor(name, **attrs):
+        return type(name, (), {"feature_extractor": attrs.pop("fe", whisper), **attrs})()
+
+    assert audio_limits.rule_for_processor(processor("Qwen3OmniMoeProcessor"))[0] == "none"
+    rule, why = audio_limits.rule_for_processor(processor("SomeNewProcessor"))
+    assert rule == "feature_extractor" and "assumed" in why  # a Whisper window not listed: it cuts by default
+    assert audio_limits.rule_for_processor(processor("Other", fe=types.SimpleNamespace()))[0] == "none"
+    glm = processor("GlmAsrProcessor", max_audio_len=655)
+    rule, _ = audio_limits.rule_for_processor(glm)
+    assert audio_limits.resolve(rule, whisper, processor=glm).seconds == 630.0  # 21 whole 30 s windows
+    # a folder without the feature extractor's file: WhisperFeatureExtractor's defaults, said so
+    fields = audio_limits.feature_extractor_from_files(str(tmp_path))
+    assert fields.n_samples == 480000 and "defaults" in fields.source_file
+
+
 def test_bad_rule_names_are_errors(tmp_path):
-    with pytest.raises(ConfigError, match="one of feature_extractor, encoder_input, none"):
+    with pytest.raises(ConfigError, match="one of feature_extractor, encoder_input, max_audio_len, none"):
         audio_limits.resolve("chunk_length", None)
     entry = tmp_path / "fmt.yaml"
     entry.write_text("x:\n  audio_token: '<a>'\n  audio_limit_s: feature_extractr\n")

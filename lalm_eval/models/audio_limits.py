@@ -30,7 +30,7 @@ import yaml
 from lalm_eval.errors import ConfigError
 
 RULES_FILE = Path(__file__).with_name("audio_limits.yaml")
-RULES = ("feature_extractor", "encoder_input", "none")
+RULES = ("feature_extractor", "encoder_input", "max_audio_len", "none")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,11 +83,14 @@ def _number(fe, field: str, default, where: str) -> int:
     return value
 
 
-def resolve(rule: str, fe, config: dict | None = None, where: str = "model", file: str | None = None) -> AudioLimit:
+def resolve(
+    rule: str, fe, config: dict | None = None, where: str = "model", file: str | None = None, processor=None
+) -> AudioLimit:
     """The limit that ``rule`` gives for the feature extractor ``fe`` (an object with Whisper's fields
     ``n_samples``, ``sampling_rate``, ``chunk_length``, ``hop_length``; loaded, or from
     :func:`feature_extractor_from_files`) and the model's ``config.json`` dict (``encoder_input``);
-    ``file`` names where ``fe`` was read from in the limit's ``source``."""
+    ``file`` names where ``fe`` was read from in the limit's ``source``; ``processor`` (rule
+    ``max_audio_len``) is the loaded processor."""
     data = rules_data()
     if check_rule(rule, where) == "none":
         return AudioLimit(None, rule, f"no cut: {(data.get('rules') or {}).get('none', {}).get('source', '')}")
@@ -104,6 +107,20 @@ def resolve(rule: str, fe, config: dict | None = None, where: str = "model", fil
         chunk = getattr(fe, "chunk_length", None)
         told = f"chunk_length {chunk:g} s, " if isinstance(chunk, (int, float)) else ""
         return AudioLimit(round(n / sr, 3), rule, f"{file}: {told}n_samples {n} at {sr} Hz (the processor cuts there)")
+    if rule == "max_audio_len":  # whole windows of chunk_length up to the processor's max_audio_len
+        most = getattr(processor, "max_audio_len", None)
+        chunk = _number(fe, "chunk_length", defaults.get("chunk_length"), where)
+        if isinstance(most, bool) or not isinstance(most, (int, float)) or most <= 0:
+            raise ConfigError(
+                f"{where}: its processor ({type(processor).__name__}) has no max_audio_len, so the rule "
+                "max_audio_len gives no limit; name another rule for this model"
+            )
+        windows = max(1, int(most // chunk))
+        return AudioLimit(
+            float(windows * chunk),
+            rule,
+            f"{type(processor).__name__}.max_audio_len {most:g} s: {windows} windows of chunk_length {chunk:g} s",
+        )
     hop = _number(fe, "hop_length", defaults.get("hop_length"), where)
     audio = (config or {}).get("audio_config") or (config or {}).get("thinker_config", {}).get("audio_config") or {}
     positions = audio.get("max_source_positions") or (data.get("encoder_defaults") or {}).get("max_source_positions")

@@ -424,7 +424,9 @@ class HFAudioAdapter(Adapter):
             if fe is None and rule != "none":
                 limit = AudioLimit(None, "none", f"{type(processor).__name__} has no feature extractor: no limit known")
             else:
-                limit = resolve(rule, fe, config, where=where, file=_feature_extractor_file(self.pretrained))
+                limit = resolve(
+                    rule, fe, config, where=where, file=_feature_extractor_file(self.pretrained), processor=processor
+                )
             self._audio_limit = limit
             log.info("%s: hears %s of each audio (%s; %s)", self.name, self._limit_text(), why, limit.source)
         return self._audio_limit
