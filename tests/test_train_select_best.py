@@ -78,13 +78,13 @@ def _same(a, b) -> bool:
 def test_evaluates_every_epoch_through_the_harness_and_keeps_the_best(val_setup, tmp_path):
     """The acceptance run: 3 epochs of 1 step, best:token_f1 on the validation split."""
     out = tmp_path / "best"
-    extra = ("--epochs", "3", "--limit", "1", "--eval_split", "validation", "--eval_limit", "2")
+    extra = ("--epochs", "3", "--limit", "1", "--eval_split", "validation", "--eval_limit", "1")
     assert cli_main(argv(val_setup, out, *extra, "--select", "best:token_f1")) == 0
     info = json.loads((out / "train_info.json").read_text())
     v = info["validation"]
     assert v["split"] == "validation" and v["select"] == "best:token_f1" and v["every"] == "epoch"
     assert [p["step"] for p in v["curve"]] == [1, 2, 3] and v["evaluations"] == 3  # one per epoch
-    assert v["docs_per_task"] == {"who": 2}
+    assert v["docs_per_task"] == {"who": 1}
     values = [p["value"] for p in v["curve"]]
     assert values == [p["per_task"]["who"]["token_f1"] for p in v["curve"]]
     assert all("exact_match" in p["per_task"]["who"] for p in v["curve"])  # every metric of the task, recorded
@@ -102,7 +102,7 @@ def test_evaluates_every_epoch_through_the_harness_and_keeps_the_best(val_setup,
         "--tasks",
         "who_val",
     ]
-    run += ["--include_path", str(val_setup["tasks"]), "--cache_dir", str(val_setup["cache"]), "--limit", "2"]
+    run += ["--include_path", str(val_setup["tasks"]), "--cache_dir", str(val_setup["cache"]), "--limit", "1"]
     assert cli_main([*run, "--output_path", str(ev), "--no_cache"]) == 0
     results = json.loads(next(ev.glob("**/results_*.json")).read_text())["results"]["who_val"]
     assert results["token_f1,none"] == pytest.approx(max(values))
