@@ -216,6 +216,12 @@ def resolve_backbone(
             missing_default, fell_back = wanted, True
     else:
         folder = Path(str(backbone)).expanduser()
+        looks_like_path = str(backbone).startswith(("/", ".", "~")) or str(backbone).count("/") > 1
+        if not folder.is_dir() and looks_like_path:
+            raise ConfigError(
+                f"BERTScore backbone {str(backbone)!r}: no such folder; give the folder of an encoder "
+                "(with its config.json), or a Hub id in the Hugging Face cache"
+            )
         if not folder.is_dir():
             cached = _find_cached(str(backbone))
             if cached is None:
@@ -563,7 +569,7 @@ def check_options(options: Mapping, where: str = "metric 'bertscore'") -> None:
             )
     if "comparable_with" in options:
         if not isinstance(options["comparable_with"], str) or not options["comparable_with"].strip():
-            bad("comparable_with", "a text naming the values", "give e.g. the PALM paper's values")
+            bad("comparable_with", "a text naming the values", "give e.g. the values of the paper the task reproduces")
         if "comparable_backbones" not in options:
             raise ConfigError(
                 f"{where}: option comparable_with needs comparable_backbones; "
