@@ -42,6 +42,8 @@ class StandIn(HFAudioAdapter):
     a Ctrl-C arrives at batch ``interrupt_at`` (1-based, None: never). Counts its batches."""
 
     name = "nu_run_stand_in"
+    #: the audio limit is read from the loaded processor (issue 21); a stand-in folder has none
+    AUDIO_LIMIT_S = None
     interrupt_at: int | None = None
     batches = 0
 
