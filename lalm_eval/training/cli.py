@@ -134,17 +134,6 @@ def check_args(args) -> None:
                     f"point the same; leave out --{flag} (or --setting {setting})"
                 )
     _check_validation_flags(args)
-    if args.eval_split is not None:  # the split in every task's dataset and the metric: before the model loads
-        from lalm_eval.training.validation import plan_validation
-
-        plan_validation(
-            args.task_list,
-            args.eval_split,
-            args.select_metric,
-            include_path=args.include_path,
-            cache_dir=Path(args.cache_dir).expanduser(),
-            limit=args.eval_limit,
-        )
     if args.freeze.strip() and recipe.method != "full":
         raise ConfigError(
             f"--freeze: applies to the full recipe, not to {recipe.name!r} ({recipe.method}), which trains only its "
@@ -153,6 +142,17 @@ def check_args(args) -> None:
     from lalm_eval.training.trainer import checkpoints_in
 
     args.cache_dir = str(writable_folder(args.cache_dir, "--cache_dir"))  # ~ expanded: what every writer uses
+    if args.eval_split is not None:  # the split in every task's dataset and the metric: before the model loads
+        from lalm_eval.training.validation import plan_validation
+
+        plan_validation(
+            args.task_list,
+            args.eval_split,
+            args.select_metric,
+            include_path=args.include_path,
+            cache_dir=Path(args.cache_dir),
+            limit=args.eval_limit,
+        )
     out = writable_folder(args.output_dir, "--output_dir")
     args.output_dir = out
     complete, incomplete = checkpoints_in(out / "checkpoints")

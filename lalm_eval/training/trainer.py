@@ -14,6 +14,15 @@ What lands in ``output_dir``:
   picks the last complete one; one a killed run left half-written, without ``trainer_state.json``,
   is renamed ``incomplete-checkpoint-N`` and listed in ``train_info.json``). Until a run finishes,
   ``train_info.json`` says ``"status": "incomplete"``; a finished run's says ``"finished"``.
+- LoRA: ``train_info.json``'s ``lora_targets`` (:func:`~lalm_eval.training.recipes.placement_report`:
+  the adapted modules per component, the placements that resolve to the same modules on this model,
+  the placement's note, e.g. that ``all_linear`` is ``attn_ffn`` on Qwen2-Audio);
+- ``--eval_split``: ``validation`` in ``train_info.json`` (the curve, the best evaluation, the
+  step kept) and ``validation.png`` (:mod:`lalm_eval.training.validation`); a checkpoint is saved
+  at each evaluation, and under ``--select best:<metric>`` the Trainer's ``load_best_model_at_end``
+  puts the best one back before the output is written;
+- ``--setting grid``: one such folder per point under ``grid/<label>/`` and a ``train_info.json``
+  listing the points (:func:`train_grid`).
 
 bf16 on CUDA (the adapter's dtype; weights as loaded, bf16 autocast), float32 on CPU; optional
 gradient checkpointing; the seed goes to ``transformers.set_seed`` before LoRA / soft prompts are
