@@ -158,10 +158,13 @@ def test_90_s_heard_whole_with_300_and_cut_with_30_and_the_report_says_so(omni, 
         reports[n] = files["report"].read_text()
         logged = [json.loads(x) for x in files["samples_long_audio_task"].read_text().splitlines()]
         assert sorted(r["seen_s"] for r in logged) == [5.0, LONG_S if n == 300 else 30.0]
+        assert run["adapter_counters"]["audio_limit_s"] == n  # the limit the run used, in the results
         assert sorted(frames) == [500, 9000 if n == 300 else 3000]  # 100 frames a second, all 90 s with 300
     line = "**long_audio_task: 1 of 2 samples heard 33.3 % of their audio on average (long_audio=truncate)**"
     header = reports[30].split("| task | metric |")[0]
-    assert line in header
+    assert (
+        line in header and "The model hears 30 s of each audio: preprocessor_config.json: chunk_length 30 s" in header
+    )
     assert "samples heard" not in reports[300]
 
 

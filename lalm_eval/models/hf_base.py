@@ -431,6 +431,15 @@ class HFAudioAdapter(Adapter):
             log.info("%s: hears %s of each audio (%s; %s)", self.name, self._limit_text(), why, limit.source)
         return self._audio_limit
 
+    @property
+    def counters(self) -> dict:
+        """Recorded in the results (``adapter_counters``): the audio limit the run used and its
+        source, once the processor has loaded (the report names it beside the cut-audio line)."""
+        limit = self._audio_limit
+        if limit is None:
+            return {}
+        return {"audio_limit_s": limit.seconds, "audio_limit_rule": limit.rule, "audio_limit_source": limit.source}
+
     def _limit_text(self) -> str:
         s = self._audio_limit.seconds if self._audio_limit else None
         return "all" if s is None else f"{s:g} s"

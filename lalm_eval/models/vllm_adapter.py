@@ -341,6 +341,12 @@ class VLLMAdapter(Adapter):
         self._engine_audio_limit = 0
         self._template_owner = self._identity = None
 
+    @property
+    def counters(self) -> dict:
+        """Recorded in the results (``adapter_counters``): the audio limit and its source."""
+        limit = self.audio_limit
+        return {"audio_limit_s": limit.seconds, "audio_limit_rule": limit.rule, "audio_limit_source": limit.source}
+
     @staticmethod
     def _int(name, value) -> int:
         try:

@@ -39,12 +39,24 @@ def cut_lines(rows: Iterable[Mapping], by: Sequence[str] = ("task_name",), polic
     return lines
 
 
+def limit_line(counters: Mapping | None) -> str | None:
+    """What the model hears of each audio and where that comes from, as the adapter recorded it
+    (``adapter_counters``: ``audio_limit_s``, ``audio_limit_source``); None when not recorded."""
+    counters = counters or {}
+    if "audio_limit_s" not in counters:
+        return None
+    seconds = counters["audio_limit_s"]
+    heard = "all" if seconds is None else f"{seconds:g} s"
+    return f"The model hears {heard} of each audio: {counters.get('audio_limit_source') or 'source not recorded'}."
+
+
 def run_cut_lines(run: Mapping) -> list[str]:
     """:func:`cut_lines` for each task of an :func:`lalm_eval.evaluator.evaluate` run, with the
-    adapter's own ``long_audio`` policy (its identity)."""
+    adapter's own ``long_audio`` policy (its identity), then the limit's source when any was cut."""
     policy = (run.get("model_identity") or {}).get("long_audio")
     lines = []
     for task in run["tasks"]:
         rows = [{**r, "task_name": task.name} for r in (run.get("_samples") or {}).get(task.name, [])]
         lines += cut_lines(rows, policy=policy)
-    return lines
+    source = limit_line(run.get("adapter_counters"))
+    return lines + ([source] if lines and source else [])
