@@ -1,5 +1,6 @@
 """PALM-Bench as a ``datasets.GeneratorBasedBuilder``: configs ``recognition``, ``captioning``,
-``reasoning`` and ``all``, splits ``train`` and ``test``. The ``enrollment`` config (subjects'
+``reasoning`` and ``all``, splits ``train``, ``test`` and, when the build plans one,
+``validation`` (:mod:`palm_bench.splits`: its clips are in no train or test row). The ``enrollment`` config (subjects'
 train-split clips, other features) is its own builder: :mod:`palm_bench.enrollment_builder`.
 
 ``datasets`` 5 has no loading scripts, so the builder is used as an imported class (the
@@ -29,6 +30,7 @@ from palm_bench.config import BuildConfig
 from palm_bench.plan import BuildPlan, make_plan
 from palm_bench.prefetch import prefetched
 from palm_bench.scenes import compose
+from palm_bench.splits import SPLITS
 
 log = logging.getLogger(__name__)
 
@@ -135,16 +137,16 @@ class PalmBench(BenchBuilder):
     def _split_generators(self, dl_manager):
         # the planned audios of each split as a list: `download_and_prepare(num_proc=N)` writes N
         # contiguous runs of it in N processes, in order (same rows, same order for any N)
+        # train and test always; validation when planned and this config has audios in it
         plan = self.plan
+        chosen = {
+            split: [i for i, a in enumerate(plan.audios.get(split, [])) if a.task in self.config.tasks]
+            for split in SPLITS
+        }
         return [
-            datasets.SplitGenerator(
-                name=split,
-                gen_kwargs={
-                    "split": str(split),
-                    "audios": [i for i, a in enumerate(plan.audios[str(split)]) if a.task in self.config.tasks],
-                },
-            )
-            for split in (datasets.Split.TRAIN, datasets.Split.TEST)
+            datasets.SplitGenerator(name=datasets.Split(split), gen_kwargs={"split": split, "audios": chosen[split]})
+            for split in SPLITS
+            if split != "validation" or chosen[split]
         ]
 
     def _generate_examples(self, split, audios):

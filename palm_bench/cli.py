@@ -56,6 +56,9 @@ def _build(args) -> int:
         f"{info['bytes_per_sample'] / 1000:.1f} kB/sample; load with "
         f"datasets.load_dataset({str(args.out)!r}, 'recognition')"
     )
+    if info.get("deviations"):
+        keys = ", ".join(d["key"] for d in info["deviations"])
+        print(f"deviations from the PALM paper's steps: {keys} (each listed in the card and build_info.json)")
     print_folder_report("palm-bench", args.out, info)
     return 0
 
@@ -66,6 +69,9 @@ def _check_flags(args) -> None:
     from lalm_eval.hub.export import check_num_proc
 
     check_num_proc(args.num_proc)
+    from palm_bench.deviations import check_keys
+
+    check_keys(args.allow_deviation, "--allow-deviation")
     if args.llm:
         from lalm_eval.llm import TEXT_LLMS
 
@@ -90,13 +96,19 @@ def _build_into(args) -> dict:
         overrides["caption_reference"] = args.caption_reference
     if args.description_model:
         overrides["description_model"] = args.description_model
+    if args.encoder:  # the preset's encoder options belong to the preset's encoder
+        overrides["encoder"] = args.encoder
+        overrides["encoder_options"] = {}
+    if args.encoder_option:
+        overrides["encoder_options"] = parse_key_values(args.encoder_option, "--encoder-option")
+    if args.allow_deviation:
+        overrides["allowed_deviations"] = list(dict.fromkeys(args.allow_deviation))
     cfg = load_preset(args.preset, overrides)
     options = parse_key_values(args.corpus_option, "--corpus-option")
     tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
     llm = llm_from_args(args)
-    from palm_bench.caption_references import check_kind
-
-    check_kind(cfg.caption_reference, llm)  # before any planning work
+    # the caption LLM, the description model and the encoder the paper's steps need are checked
+    # by build() before any planning work (palm_bench.deviations)
     info = build(
         args.out,
         cfg,
@@ -108,6 +120,7 @@ def _build_into(args) -> dict:
         repo_id=args.repo_id,
         llm=llm,
         num_proc=args.num_proc,
+        preset=args.preset,
     )
     return info
 
@@ -140,6 +153,8 @@ def _export_sft(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from palm_bench.deviations import deviation_keys
+
     ap = argparse.ArgumentParser(prog="palm-bench", description="PALM-Bench: personalized audio-LLM benchmark")
     sub = ap.add_subparsers(dest="command", required=True)
     info = sub.add_parser(
@@ -215,6 +230,28 @@ def build_parser() -> argparse.ArgumentParser:
         help="a harness adapter that writes each subject's AD (Table 23 prompt) and HD from its "
         "train-split reference audio, e.g. vllm:pretrained=Qwen/Qwen3-Omni-30B-A3B-Thinking or "
         "openai_audio:model=M,base_url=URL (default: AD measured, HD from data)",
+    )
+    b.add_argument(
+        "--encoder",
+        default=None,
+        help="speaker encoder grading the negatives: resemblyzer (small's default) or ecapa "
+        "(SpeechBrain ECAPA-TDNN, the paper's spkrec-ecapa-voxceleb; the ecapa extra)",
+    )
+    b.add_argument(
+        "--encoder-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="encoder option, e.g. --encoder-option source=DIR (a local spkrec-ecapa-voxceleb folder)",
+    )
+    b.add_argument(
+        "--allow-deviation",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="build with this project's replacement for one of the paper's steps (repeatable; keys: "
+        f"{', '.join(deviation_keys())}, from palm_bench/deviations.yaml); "
+        "--preset paper stops without it when a step cannot be done the paper's way",
     )
     add_llm_options(
         b, "writes missing subject profiles and, with --caption-reference summary|qa, the captioning references"

@@ -40,8 +40,13 @@ class BuildConfig:
     languages: tuple[str, ...] = ("en", "zh")
     #: share of each speaker's clips held out for the test split (no clip is in both splits)
     test_fraction: float = 0.25
+    #: share of each speaker's clips held out for the ``validation`` split (PALM §5.2: "hyperparameters
+    #: are tuned on validation sets"), taken from the clips the test split left, so a validation
+    #: clip is in no train and no test row; the split is built when ``audios_per_subject`` has a
+    #: ``validation`` count above 0 (palm_bench.splits)
+    validation_fraction: float = 0.1
     #: composed recognition/captioning audios per subject and split (each gives
-    #: ``templates_per_audio`` samples)
+    #: ``templates_per_audio`` samples); ``validation`` optional (0: no validation split)
     audios_per_subject: dict = dataclasses.field(default_factory=lambda: {"train": 8, "test": 4})
     reasoning_per_subject: dict = dataclasses.field(default_factory=lambda: {"train": 4, "test": 3})
     templates_per_audio: int = 8  # paper default
@@ -57,7 +62,10 @@ class BuildConfig:
         default_factory=lambda: {"method": "quantile", "edges": [0.25, 0.5, 0.75]}
     )
     augmentation: dict = dataclasses.field(default_factory=dict)  # lalm_eval AugmentationConfig keys
+    #: speaker encoder grading the negatives (lalm_eval.audio.speaker: resemblyzer, ecapa) and the
+    #: keyword arguments it is built with (ecapa: ``{source: DIR}``, the paper's spkrec-ecapa-voxceleb)
     encoder: str = "resemblyzer"
+    encoder_options: dict = dataclasses.field(default_factory=dict)
     #: seconds of each subject's reference speech measured for its acoustic description
     ad_max_seconds: float = 12.0
     audio_format: str = "flac"
@@ -75,6 +83,11 @@ class BuildConfig:
     description_gen_kwargs: dict = dataclasses.field(
         default_factory=lambda: {"max_new_tokens": 2048, "do_sample": False}
     )
+    #: the ``paper`` preset: a step of the paper this build would do otherwise (palm_bench/deviations.yaml)
+    #: stops the build before planning, unless its key is in ``allowed_deviations``
+    require_paper_steps: bool = False
+    #: deviation keys (``--allow-deviation KEY``) the build may take; each is listed in the card
+    allowed_deviations: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         from palm_bench.templates import LANGUAGES
@@ -98,6 +111,12 @@ class BuildConfig:
             raise bad("seed", f"must be a whole number >= 0, got {self.seed}", "e.g. --set seed=3")
         if not 0 < self.test_fraction < 1:
             raise bad("test_fraction", f"must be in (0, 1), got {self.test_fraction}", "e.g. --set test_fraction=0.25")
+        if not 0 <= self.validation_fraction < 1 or self.test_fraction + self.validation_fraction >= 1:
+            raise bad(
+                "validation_fraction",
+                f"must be in [0, 1) with test_fraction + validation_fraction below 1, got {self.validation_fraction}",
+                "e.g. --set validation_fraction=0.1 (0: no validation split)",
+            )
         if self.templates_per_audio < 1:
             raise bad(
                 "templates_per_audio",
@@ -112,11 +131,13 @@ class BuildConfig:
                 )
         for key in ("audios_per_subject", "reasoning_per_subject"):
             counts = getattr(self, key)
-            if set(counts) != {"train", "test"} or not all(_is_int(v) and v >= 0 for v in counts.values()):
+            if not {"train", "test"} <= set(counts) <= {"train", "validation", "test"} or not all(
+                _is_int(v) and v >= 0 for v in counts.values()
+            ):
                 raise bad(
                     key,
-                    f"needs whole, non-negative 'train' and 'test' counts, got {counts!r}",
-                    f"e.g. --set '{key}={{train: 8, test: 4}}'",
+                    f"needs whole, non-negative 'train' and 'test' counts (and optionally 'validation'), got {counts!r}",
+                    f"e.g. --set '{key}={{train: 8, validation: 2, test: 4}}'",
                 )
         weights = self.speaker_count_weights
         try:
@@ -179,6 +200,21 @@ class BuildConfig:
                 f"unknown speaker encoder {self.encoder!r}",
                 (f"did you mean {close[0]!r}? " if close else "") + f"encoders: {', '.join(SPEAKER_ENCODERS.names())}",
             )
+        problem = _options_problem(self.encoder, self.encoder_options)
+        if problem:
+            raise bad("encoder_options", problem, "e.g. --encoder-option source=DIR (ecapa)")
+        if isinstance(self.allowed_deviations, str):
+            object.__setattr__(self, "allowed_deviations", (self.allowed_deviations,))
+        from palm_bench.deviations import close_key, deviation_keys
+
+        unknown = [k for k in self.allowed_deviations if k not in deviation_keys()]
+        if unknown:
+            close = close_key(unknown[0])
+            raise bad(
+                "allowed_deviations",
+                f"unknown deviation key {unknown[0]!r}",
+                (f"did you mean {close!r}? " if close else "") + f"keys: {', '.join(deviation_keys())}",
+            )
         if self.caption_reference not in ("transcript", "summary", "qa"):
             raise bad(
                 "caption_reference",
@@ -216,6 +252,9 @@ class BuildConfig:
                 flag = {
                     "caption_reference": " (or --caption-reference)",
                     "description_model": " (or --description-model)",
+                    "encoder": " (or --encoder)",
+                    "encoder_options": " (or --encoder-option)",
+                    "allowed_deviations": " (or --allow-deviation)",
                 }
                 return f"--set {key}{flag.get(key, '')}"
             return f"{where}: field {key!r}" if where != "build config" else f"build config field {key!r}"
@@ -227,7 +266,13 @@ class BuildConfig:
                 hint = f"did you mean {close[0]!r}? " if close else ""
                 raise ConfigError(f"{where_of(key)}: unknown key {key!r}; {hint}known keys: {', '.join(known)}")
         merged = {**data, **overrides}
-        for key in ("languages", "positive_negative_ratio", "single_multi_ratio", "recognition_captioning_ratio"):
+        for key in (
+            "languages",
+            "positive_negative_ratio",
+            "single_multi_ratio",
+            "recognition_captioning_ratio",
+            "allowed_deviations",
+        ):
             if isinstance(merged.get(key), list):
                 merged[key] = tuple(merged[key])
         try:
@@ -249,6 +294,25 @@ def _is_int(value) -> bool:
 
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _options_problem(encoder: str, options: dict) -> str | None:
+    """What is wrong with ``options`` for the encoder class's constructor, or None."""
+    import inspect
+
+    from lalm_eval.audio.speaker import SPEAKER_ENCODERS
+
+    if not options:
+        return None
+    params = [
+        p
+        for p in inspect.signature(SPEAKER_ENCODERS.get(encoder).__init__).parameters
+        if p not in ("self", "cache_dir")
+    ]
+    unknown = sorted(set(options) - set(params))
+    if unknown:
+        return f"unknown option {unknown[0]!r} of encoder {encoder!r} (its options: {', '.join(params)})"
+    return None
 
 
 def _type_problem(value, hint) -> str | None:

@@ -65,28 +65,49 @@ def build(
     repo_id: str | None = None,
     llm=None,
     num_proc: int | None = None,
+    preset: str | None = None,
 ) -> dict:
     """Build, export and describe; returns the ``build_info`` dictionary. ``llm`` (a
     :class:`lalm_eval.llm.TextLLM`) writes the profiles of subjects that have none. ``num_proc``
-    renders each split in that many processes (same shards for any value).
+    renders each split in that many processes (same shards for any value). The paper's steps the
+    build replaces are checked first (:func:`palm_bench.deviations.resolve`; ``preset``, the name
+    the config came from, is named in its error and the card) and listed in the card and the
+    info's ``deviations``.
 
     ``out_dir`` is checked first (a file, under a file, not writable, or a folder of other files
     than a build's: a :class:`~lalm_eval.errors.ConfigError` naming ``--out``), then the build
     writes into a temporary sibling that replaces it when complete (module docstring); the
     returned info's ``folder`` says what was replaced, kept and cleaned up."""
     from lalm_eval.audio.io import require_codec
+    from palm_bench.deviations import resolve
 
     check_num_proc(num_proc)  # before planning
+    # the paper's steps this build cannot do, before planning (palm_bench.deviations); the config
+    # that runs has this project's replacement for each allowed one
+    cfg, deviations, followed = resolve(cfg, llm, **({"where": f"--preset {preset}"} if preset else {}))
     with staged_build(out_dir) as stage:  # --out checked, leftovers of interrupted builds cleaned up
         require_codec()  # before planning: the export encodes every clip through torchcodec
         info = _build(
-            stage, Path(out_dir), cfg, corpus, corpus_dir, corpus_options, work_dir, tasks, repo_id, llm, num_proc
+            stage,
+            Path(out_dir),
+            cfg,
+            corpus,
+            corpus_dir,
+            corpus_options,
+            work_dir,
+            tasks,
+            repo_id,
+            llm,
+            num_proc,
+            {"preset": preset, "deviations": deviations, "paper_steps_followed": followed},
         )
     info["folder"] = stage_report(stage)
     return info
 
 
-def _build(stage, out_dir: Path, cfg, corpus, corpus_dir, corpus_options, work_dir, tasks, repo_id, llm, num_proc):
+def _build(
+    stage, out_dir: Path, cfg, corpus, corpus_dir, corpus_options, work_dir, tasks, repo_id, llm, num_proc, paper
+):
     t0 = time.perf_counter()
     work = Path(work_dir) if work_dir else None
     plan = make_plan(cfg, corpus=corpus, corpus_dir=corpus_dir, corpus_options=corpus_options, work_dir=work, llm=llm)
@@ -128,9 +149,11 @@ def _build(stage, out_dir: Path, cfg, corpus, corpus_dir, corpus_options, work_d
     files = with_union_config(files)  # `all` = the QA configs only
     if enrollment_files is not None:
         files[ENROLLMENT] = enrollment_files
-    card = render_card("palm.md.j2", _card_context(plan, cfg, files, stats, corpus, repo_id, stage.path))
+    context = _card_context(plan, cfg, files, stats, corpus, repo_id, stage.path)
+    card = render_card("palm.md.j2", {**context, **paper})
     info = {
         "config": cfg.to_dict(),
+        **paper,
         "corpus": corpus,
         "corpus_dir": corpus_dir,
         "stats": stats,
@@ -156,10 +179,10 @@ def _split_rows(datasets_by_task: dict, split: str):
 
 
 def _enrollment_stats(rows, built: dict, where) -> dict:
-    """Counts of the ``enrollment`` rows, after the leak check against every test row."""
-    check_no_leak(
-        rows["clip_id"], (clips for dd in built.values() if "test" in dd for clips in dd["test"]["source_clips"]), where
-    )
+    """Counts of the ``enrollment`` rows, after the leak check against every test and
+    validation row."""
+    held_out = [dd[split]["source_clips"] for dd in built.values() for split in ("validation", "test") if split in dd]
+    check_no_leak(rows["clip_id"], (clips for column in held_out for clips in column), where)
     return {
         "clips": len(rows),
         "subjects": len(set(rows["subject_id"])),

@@ -26,7 +26,7 @@ from palm_bench.descriptions import acoustic_descriptions, llm_human_description
 from palm_bench.negatives import build_pool, embed_clips, reference_embeddings
 from palm_bench.samples import AudioPlan, SplitPlanner
 from palm_bench.scene_needs import check_speaker_counts, dropped_records, language_split
-from palm_bench.splits import SPLITS, split_clips
+from palm_bench.splits import planned_splits, split_clips
 
 log = logging.getLogger(__name__)
 STRATUM_ORDER = {"hard": 0, "semi-hard": 1, "medium": 2, "easy": 3}
@@ -182,8 +182,16 @@ def make_plan(
         )
     data = dataclasses.replace(data, utterances=[u for u in data.utterances if u.speaker in keep])
     speaker_counts = check_speaker_counts(data, cfg, keep)
-    splits = split_clips(data, cfg.test_fraction, cfg.seed)
-    encoder = get_speaker_encoder(cfg.encoder, cache_dir=work_dir / "embeddings" if work_dir else None)
+    wanted = planned_splits(cfg)
+    splits = split_clips(
+        data,
+        cfg.test_fraction,
+        cfg.seed,
+        validation_fraction=cfg.validation_fraction if "validation" in wanted else 0.0,
+    )
+    encoder = get_speaker_encoder(
+        cfg.encoder, cache_dir=work_dir / "embeddings" if work_dir else None, **cfg.encoder_options
+    )
     embeddings = embed_clips(encoder, data.utterances)
     subjects = {s.id for s in data.subjects() if s.id in keep}
     refs = reference_embeddings({s: splits["train"][s] for s in subjects}, embeddings)
@@ -208,7 +216,7 @@ def make_plan(
         {},
         {"encoder": encoder.name, "strata_fallbacks": {}, "cut_points": {}, "descriptions": description_info},
     )
-    for split in SPLITS:
+    for split in wanted:
         pool = build_pool(data, splits[split], refs, embeddings, cfg.negative_strata)
         planner = SplitPlanner(data, cfg, split, splits[split], pool)
         audios[split] = planner.plan()

@@ -122,9 +122,10 @@ class SplitPlanner:
             by_language.setdefault(self.corpus.speakers[s].language, []).append(s)
         for language, subjects in sorted(by_language.items()):
             with_profile = [s for s in subjects if self.corpus.speakers[s].profile]
-            self.skipped_reasoning += self.cfg.reasoning_per_subject[self.split] * (len(subjects) - len(with_profile))
-            n_rc = self.cfg.audios_per_subject[self.split] * len(subjects)
-            n_rs = self.cfg.reasoning_per_subject[self.split] * len(with_profile)
+            n_reasoning = self.cfg.reasoning_per_subject.get(self.split, 0)
+            self.skipped_reasoning += n_reasoning * (len(subjects) - len(with_profile))
+            n_rc = self.cfg.audios_per_subject.get(self.split, 0) * len(subjects)
+            n_rs = n_reasoning * len(with_profile)
             for slots, eligible in (
                 (recognition_captioning_slots(n_rc, self.cfg, multi_groups(language)), subjects),
                 (reasoning_slots(n_rs, self.cfg), with_profile),

@@ -63,14 +63,14 @@ def scene_needs(cfg: BuildConfig, language: str, n_subjects: int | None = None, 
     """
     from palm_bench.samples import multi_groups
     from palm_bench.slots import reasoning_slots, recognition_captioning_slots
-    from palm_bench.splits import SPLITS
+    from palm_bench.splits import planned_splits
 
     groups = multi_groups(language)
     slots = []
-    for split in SPLITS:
-        n_rc = cfg.audios_per_subject[split] * n_subjects if n_subjects is not None else 10_000
+    for split in planned_splits(cfg):
+        n_rc = cfg.audios_per_subject.get(split, 0) * n_subjects if n_subjects is not None else 10_000
         n_rs = (
-            cfg.reasoning_per_subject[split] * (n_profiles if n_profiles is not None else n_subjects)
+            cfg.reasoning_per_subject.get(split, 0) * (n_profiles if n_profiles is not None else n_subjects)
             if n_subjects is not None
             else 10_000
         )

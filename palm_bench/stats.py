@@ -51,8 +51,12 @@ def collect(rows_by_split: dict) -> dict:
                 names_absent += len(row["absent"])
                 if row["negative_stratum"]:
                     strata[row["negative_stratum"]] += 1
-    splits = sorted(clips_by_split)
-    shared = set.intersection(*clips_by_split.values()) if len(splits) > 1 else set()
+    seen: dict[str, str] = {}
+    shared = set()  # clips in more than one split (any two)
+    for split in sorted(clips_by_split):
+        for clip in clips_by_split[split]:
+            if seen.setdefault(clip, split) != split:
+                shared.add(clip)
     grouped = defaultdict(dict)
     for (dim, value), cell in sorted(table.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
         grouped[dim][str(value)] = {"samples": cell["samples"], "hours": round(cell["hours"], 3)}
