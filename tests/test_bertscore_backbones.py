@@ -302,12 +302,14 @@ def test_report_tables5_6_names_backbones_and_says_when_not_comparable(cached, t
         texts[name] = result.out
     assert "BERTScore F1: backbone en: roberta-large layer 17" in texts["paper"]
     assert "zh: google-bert/bert-base-chinese layer 8" in texts["paper"]
-    assert "not comparable" not in texts["paper"]
+    assert "not comparable with the PALM paper's values" not in texts["paper"]
     assert "BERTScore F1: backbone en: tiny-roberta layer 18" in texts["ours"]
     assert (
         "**BERTScore with tiny-roberta layer 18 (en, zh rows): not comparable with the PALM paper's values**"
         in texts["ours"]
     )
+    assert "en: roberta-large layer 17, zh: bert-base-chinese layer 8 (raw scores, no IDF)" in texts["ours"]
+    assert "give --bertscore_model en=FOLDER,zh=FOLDER" in texts["ours"]
     # both runs in one report: each run's backbones, the not comparable line with the run it is of
     both = run_cli("lalm-eval", ["report", tmp_path / "paper", tmp_path / "ours", "--layout", "palm_tables5_6"])
     assert both.rc == 0, both.err

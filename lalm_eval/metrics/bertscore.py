@@ -582,11 +582,11 @@ def describe_result(info: Mapping) -> str:
     reference that was not met, the bold "not comparable" line with how to meet it."""
     text = f"backbone {info['backbone']}"
     if info.get("not_comparable"):
-        fix = (
-            f" (the reference, {info['comparable_with']}: put those checkpoints in the Hugging Face cache "
-            "or give --bertscore_model LANG=FOLDER,...)"
-            if info.get("comparable_with")
-            else ""
-        )
-        text += f"  \n**{info['not_comparable']}**{fix}"
+        text += f"  \n**{info['not_comparable']}**"
+        if info.get("reference"):
+            langs = ",".join(f"{lang}=FOLDER" for lang in info.get("reference_languages") or ["LANG"])
+            text += (
+                f"; those values are taken as {info['reference']}: put these checkpoints in the Hugging Face "
+                f"cache or give --bertscore_model {langs}"
+            )
     return text

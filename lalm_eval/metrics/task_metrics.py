@@ -164,7 +164,9 @@ class BertScoreMetric(Metric):
         label = self.options.get("comparable_with")
         if label:
             reference = dict(self.options["comparable_backbones"])
-            extra["comparable_with"] = f"{label}: {bs.reference_protocol(reference)}"
+            extra["comparable_with"] = label
+            extra["reference"] = bs.reference_protocol(reference)
+            extra["reference_languages"] = list(reference)
             line = bs.not_comparable(per_language, reference, label)
             if line:
                 extra["not_comparable"] = line
