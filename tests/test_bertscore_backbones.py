@@ -276,11 +276,12 @@ def test_bertscore_model_flag(tiny, empty_cache, tmp_path):
 # ---------------------------------------------------------------- the report
 
 
-def _palm_run(folder: Path, info: dict) -> None:
-    """A PALM recognition run folder whose BERTScore metric_info is ``info`` (what the metric recorded)."""
+def _palm_run(folder: Path, info: dict, report: bool = True) -> None:
+    """A PALM recognition run folder whose BERTScore metric_info is ``info`` (what the metric
+    recorded); ``report=False``: its task declares no report layout."""
     from tests.bad_inputs.test_new_user_report import edit_results, write_run
 
-    path = write_run(folder, [0.5, 0.7])
+    path = write_run(folder, [0.5, 0.7], report=report)
 
     def add(doc):
         doc["metric_info"]["palm_recognition"]["bertscore"] = info
@@ -314,3 +315,9 @@ def test_report_tables5_6_names_backbones_and_says_when_not_comparable(cached, t
     both = run_cli("lalm-eval", ["report", tmp_path / "paper", tmp_path / "ours", "--layout", "palm_tables5_6"])
     assert both.rc == 0, both.err
     assert "not comparable with the PALM paper's values" in both.out and "roberta-large layer 17" in both.out
+    # a task without a layout: its task-level table names the backbones and says it too
+    _palm_run(tmp_path / "plain", ours, report=False)
+    plain = run_cli("lalm-eval", ["report", tmp_path / "plain"])
+    assert plain.rc == 0, plain.err
+    assert "palm_recognition · bertscore: backbone en: tiny-roberta layer 18" in plain.out
+    assert "not comparable with the PALM paper's values**" in plain.out

@@ -326,6 +326,10 @@ def task_level_table(runs: Sequence[Run], metrics: Sequence[str] | None = None) 
         "results files, as computed (not %), with the 95 % interval where the file has one."
     )
     header = ["Model"] + list(columns.values())
+    details = _run_details(runs)  # what the values rest on (BERTScore's backbone per language, judges)
+    shown = dict.fromkeys((task, m) for task, m, _ in columns)
+    notes = [f"{task} · {m}: {details[task][m]}" for task, m in shown if m in details.get(task, {})]
+    note = "  \n".join([note, *notes])
     return "\n".join(["## Tasks without a report layout", "", _markdown(header, body), "", note]) + "\n"
 
 
