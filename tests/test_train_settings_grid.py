@@ -68,7 +68,18 @@ def test_misspelt_or_misused_setting_exits_2(val_setup, tmp_path, capsys):  # no
         assert not (tmp_path / "x").exists()
 
 
-def test_grid_trains_every_point_and_records_each(val_setup, tmp_path):  # noqa: F811
+def test_grid_trains_every_point_and_records_each(val_setup, tmp_path, monkeypatch):  # noqa: F811
+    """Three points of `full`'s grid, one step each; their validation values (the harness stubbed:
+    0.1, 0.4, 0.2) make the second the best point."""
+    from lalm_eval.training import validation
+
+    calls = iter([0.1, 0.4, 0.2])
+
+    def fake_evaluate(adapter, plan, batch_size, seed=0):
+        value = next(calls)
+        return {"value": value, "per_task": {"who": {plan.metric: value}}}
+
+    monkeypatch.setattr(validation, "evaluate_now", fake_evaluate)
     out = tmp_path / "grid"
     base = argv(val_setup, out, recipe="full")
     base = base[: base.index("--learning_rate")]  # the grid gives the learning rates
@@ -86,8 +97,8 @@ def test_grid_trains_every_point_and_records_each(val_setup, tmp_path):  # noqa:
         assert sub["epochs"] == point["num_train_epochs"] and sub["grid_point"]["overrides"] == point
         assert (out / "grid" / row["label"] / "model.safetensors").is_file()  # full: a model folder per point
         assert row["validation_best"] == sub["validation"]["best"] and row["validation_best"]["step"] == 1
-    values = [row["validation_best"]["value"] for row in info["points"]]
-    assert info["best_point"] == info["points"][values.index(max(values))]["label"]
+    assert [row["validation_best"]["value"] for row in info["points"]] == [0.1, 0.4, 0.2]
+    assert info["best_point"] == "1e-5-epoch5" and info["select"] == "best:token_f1"
 
 
 @pytest.mark.parametrize("arch", ["qwen2_audio", "qwen2_5_omni"])
