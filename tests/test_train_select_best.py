@@ -1,7 +1,8 @@
 """`lalm-eval train --eval_split validation --select best:<metric>` on the tiny Qwen2-Audio: the
 harness evaluates every epoch (or every N steps), the best checkpoint is the one kept, the curve is
 in train_info.json and validation.png; a split the dataset lacks, a metric the tasks lack and
---select without --eval_split are exit 2 before the model loads."""
+--select without --eval_split are exit 2 before the model loads; prompt tuning validated on subjects
+it has no soft prompts for is exit 2 before any step."""
 
 import dataclasses
 import json
@@ -156,3 +157,9 @@ def test_bad_validation_flags_exit_2_before_the_model(val_setup, tmp_path, capsy
         err = capsys.readouterr().err
         assert all(s in err for s in says), (extra, err)
         assert not (out / "train_info.json").exists()
+    # per-speaker prompt tuning: validation docs naming subjects no training doc names (before any step)
+    extra = ("--tokens", "2", "--limit", "1", "--max_steps", "1", "--eval_split", "validation")
+    assert cli_main(argv(val_setup, tmp_path / "pt", *extra, recipe="prompt_tuning")) == 2
+    err = capsys.readouterr().err
+    assert "subjects no training doc names (Bob, Carol)" in err and "--eval_split validation" in err
+    assert not (tmp_path / "pt" / "train_info.json").exists()  # refused before the training started

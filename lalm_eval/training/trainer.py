@@ -219,7 +219,7 @@ def train(adapter, opts: TrainOptions) -> dict:
         point_label,
     )
     from lalm_eval.training.soft_prompts import SoftPromptModel, SoftPrompts
-    from lalm_eval.training.validation import evaluate_now, plan_validation, validation_plot
+    from lalm_eval.training.validation import evaluate_now, plan_subjects, plan_validation, validation_plot
 
     if not isinstance(adapter, HFAudioAdapter):
         raise ConfigError(
@@ -309,6 +309,14 @@ def train(adapter, opts: TrainOptions) -> dict:
                 f"--recipe {recipe.name}: the training docs name no subjects (the tasks' doc_to_subjects gives "
                 "none); give tasks whose doc_to_subjects names the speakers (per-speaker prompt tuning needs them)"
             )
+        if plan is not None:  # every subject the validation docs name needs its own soft prompts
+            unseen = sorted(plan_subjects(plan) - set(names))
+            if unseen:
+                raise ConfigError(
+                    f"--eval_split {plan.split}: the {plan.split} docs name subjects no training doc names "
+                    f"({', '.join(unseen[:5])}{' ...' if len(unseen) > 5 else ''}), who would get no soft prompts; "
+                    "validate on a split of the training subjects, or train on docs naming them (check --limit)"
+                )
         apply_recipe(model, recipe)
         soft = SoftPrompts.initialise(names, recipe.tokens, model, adapter.tokenizer, opts.seed, recipe.init_scale)
         soft.params.to(model.device)

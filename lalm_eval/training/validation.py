@@ -135,6 +135,16 @@ def plan_validation(
     return ValidationPlan(split, tasks, manager, include_path, Path(cache_dir), limit, metric, greater, docs)
 
 
+def plan_subjects(plan: ValidationPlan) -> set[str]:
+    """Every subject the plan's docs name (``doc_to_subjects``; no audio decoded): per-speaker prompt
+    tuning checks them against the training subjects before it trains."""
+    from lalm_eval.evaluator import open_docs
+
+    return {
+        str(n) for t in plan.tasks for doc in open_docs(t, plan.cache_dir, plan.limit)[0] for n in t.subjects_of(doc)
+    }
+
+
 def evaluate_now(adapter, plan: ValidationPlan, batch_size, seed: int = 0) -> dict:
     """Evaluate ``adapter`` (its model as it is now) on the plan's tasks through the harness:
     ``{"value": <selection metric, mean over the tasks reporting it>, "per_task": {task: {metric:
