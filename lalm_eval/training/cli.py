@@ -53,7 +53,10 @@ def parser() -> argparse.ArgumentParser:
         help="evaluate on this split of the tasks' datasets during training (e.g. validation), through the harness",
     )
     ap.add_argument(
-        "--eval_steps", default=None, help="with --eval_split: evaluate every N steps (default: every epoch)"
+        "--eval_steps",
+        default=None,
+        help="with --eval_split: evaluate every N steps (default: every epoch); a checkpoint is saved at each "
+        "evaluation (instead of every --save_steps)",
     )
     ap.add_argument("--eval_limit", default=None, help="with --eval_split: first N docs of each task's split")
     ap.add_argument(
@@ -177,7 +180,8 @@ def check_args(args) -> None:
 def _check_validation_flags(args) -> None:
     """``--eval_split`` / ``--eval_steps`` / ``--eval_limit`` / ``--select``: converted, and the ones
     that only mean something with ``--eval_split`` refused without it (the split itself and the
-    metric are checked against the tasks when the training starts, before any step)."""
+    metric are then checked against the tasks by :func:`~lalm_eval.training.validation.plan_validation`,
+    before the model loads)."""
     from lalm_eval.cli import whole_number
     from lalm_eval.errors import ConfigError
     from lalm_eval.training.validation import parse_select
