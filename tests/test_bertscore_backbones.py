@@ -321,3 +321,30 @@ def test_report_tables5_6_names_backbones_and_says_when_not_comparable(cached, t
     assert plain.rc == 0, plain.err
     assert "palm_recognition · bertscore: backbone en: tiny-roberta layer 18" in plain.out
     assert "not comparable with the PALM paper's values**" in plain.out
+
+
+@pytest.mark.slow  # a real run: tiny Qwen2-Audio on the embedded PALM build (about 5 min on 2 shared cores)
+def test_run_with_bertscore_model_then_report(tiny, empty_cache, tmp_path):
+    """The README's flag end to end: ``lalm-eval ... --bertscore_model en=DIR,zh=DIR`` scores the
+    run's rows by those backbones, and ``lalm-eval report --layout palm_tables5_6`` names them and
+    says they are not the paper's (the fast tests above check each piece)."""
+    from tests.bad_inputs.harness import run_cli
+
+    model = tmp_path / "qwen2_audio"
+    assert run_cli("lalm-eval", ["make-tiny-model", "qwen2_audio", model]).rc == 0
+    flag = f"en={tiny['rob']},zh={tiny['bert']}"
+    run = run_cli(
+        "lalm-eval",
+        ["--model", "qwen2_audio", "--model_args", f"pretrained={model}", "--tasks", "palm_captioning",
+         "--limit", "6", "--gen_kwargs", "max_new_tokens=8", "--bertscore_model", flag,
+         "--output_path", tmp_path / "out", "--log_samples", "--cache_dir", tmp_path / "cache"],
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert run.rc == 0, run.err
+    (results,) = (tmp_path / "out").glob("results_*.json")
+    info = json.loads(results.read_text(encoding="utf-8"))["metric_info"]["palm_captioning"]["bertscore"]
+    assert {r["name"] for r in info["backbones"].values()} <= {"tiny-roberta", "tiny-bert"}
+    assert json.loads(results.read_text(encoding="utf-8"))["config"]["bertscore_model"] == flag
+    report = run_cli("lalm-eval", ["report", tmp_path / "out", "--layout", "palm_tables5_6"])
+    assert report.rc == 0, report.err
+    assert "not comparable with the PALM paper's values**" in report.out
