@@ -107,8 +107,11 @@ def _build_into(args) -> dict:
     options = parse_key_values(args.corpus_option, "--corpus-option")
     tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
     llm = llm_from_args(args)
-    # the caption LLM, the description model and the encoder the paper's steps need are checked
-    # by build() before any planning work (palm_bench.deviations)
+    from palm_bench.deviations import resolve
+
+    # the caption LLM, the description model and the encoder the paper's steps need: checked
+    # before any planning work (build() resolves the same config again and records the deviations)
+    resolve(cfg, llm, where=f"--preset {args.preset}")
     info = build(
         args.out,
         cfg,
