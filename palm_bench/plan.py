@@ -226,6 +226,8 @@ def make_plan(
     from palm_bench.caption_references import apply_caption_references
 
     stats["caption_reference"] = apply_caption_references(audios, data, cfg.caption_reference, llm, work_dir, cfg.seed)
+    # source clips per split (validation: held out of the speakers' training clips, palm_bench.splits)
+    stats["clips_per_split"] = {split: sum(len(clips) for clips in splits[split].values()) for split in wanted}
     stats["skipped_source_items"] = data.n_skipped
     from palm_bench.corpus_info import _relative
 

@@ -11,6 +11,7 @@ from palm_bench.config import load_preset
 from palm_bench.corpus import read_corpus
 from palm_bench.splits import planned_splits, split_clips
 from palm_bench.stats import collect
+from tests.test_palm_builder import CLIPS_PER_SPEAKER, NEGATIVES, SUBJECTS
 from tests.test_palm_paper_preset import paper_build
 
 
@@ -49,6 +50,12 @@ def test_validation_rows_share_no_clip_with_train_test_or_enrollment(built, rows
     enrolled = set(datasets.load_dataset(str(out), "enrollment", split="train")["clip_id"])
     assert enrolled and not enrolled & clips["validation"] and not enrolled & clips["test"]
     assert info["stats"]["source_clips_in_both_splits"] == 0
+    # build_info.json records the clip split: every English clip of the corpus copy in one split
+    per_split = info["plan"]["clips_per_split"]
+    english = [s for s in SUBJECTS + NEGATIVES if s.startswith("en_")]
+    assert list(per_split) == ["train", "validation", "test"]
+    assert sum(per_split.values()) == len(english) * CLIPS_PER_SPEAKER
+    assert per_split["validation"] >= len(english) and len(clips["validation"]) <= per_split["validation"]
 
 
 def test_validation_asks_about_the_training_subjects(rows):
