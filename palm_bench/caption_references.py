@@ -18,6 +18,10 @@
   more of Table 13's absent-target questions with their refusals, so positive and negative rows
   stay balanced.
 
+- ``summary+qa``: both, as the paper does (Appendix B.3 summarises for the template answers;
+  Table 24 also prints the QA-based prompt): the positive template rows get the summary, and the
+  QA rows and refusals of ``qa`` are added.
+
 Every row records how its reference was made in the column ``caption_reference``
 (:data:`ROW_KINDS`: ``transcript`` / ``summary`` / ``qa`` for a present target, ``refusal`` for an
 absent one, ``""`` outside captioning), so a score can be read against its kind. Replies are
@@ -39,7 +43,7 @@ from palm_bench.profiles import PROMPTS_DIR, _prompt
 from palm_bench.samples import QA, AudioPlan, templates
 from palm_bench.templates import render
 
-KINDS = ("transcript", "summary", "qa")
+KINDS = ("transcript", "summary", "qa", "summary+qa")
 ROW_KINDS = ("transcript", "summary", "qa", "refusal", "")
 QA_PER_UTTERANCE = 3  # Table 24: "Generate exactly three question–answer pairs"
 MAX_SUMMARY_CHARS = 600
@@ -100,12 +104,21 @@ def parse_qa_pairs(text: str, name: str) -> list[tuple[str, str]]:
     return [(q, a) for _, q, a in pairs]
 
 
+STEMS = {"summary": "caption_summary", "qa": "caption_qa"}
+
+
+def parts(kind: str) -> tuple[str, ...]:
+    """The LLM-written parts of a kind: ``summary+qa`` → ``("summary", "qa")``."""
+    return tuple(p for p in kind.split("+") if p in STEMS)
+
+
 def prompt_files(kind: str) -> dict[str, str]:
     """``{file name: sha256}`` of the prompts a kind uses (recorded with the build)."""
-    stem = {"summary": "caption_summary", "qa": "caption_qa"}.get(kind)
-    if stem is None:
-        return {}
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(PROMPTS_DIR.glob(f"{stem}.*.j2"))}
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for part in parts(kind)
+        for p in sorted(PROMPTS_DIR.glob(f"{STEMS[part]}.*.j2"))
+    }
 
 
 def _target_clip(plan: AudioPlan):
@@ -130,35 +143,36 @@ def apply_caption_references(
     for plan in positives:
         clip = _target_clip(plan)
         utterances.setdefault(clip.id, (clip, speakers[plan.target].name or plan.target, plan.language))
-    stem = "caption_summary" if kind == "summary" else "caption_qa"
-    prompts = {
-        cid: _prompt(stem, language, {"name": name, "transcript": clip.text})
-        for cid, (clip, name, language) in sorted(utterances.items())
-    }
-    if kind == "summary":
-        written = ask_text(
-            llm,
-            prompts,
-            lambda cid, text: validate_summary(text, utterances[cid][1], utterances[cid][0].text),
-            "caption summary for clip",
-        )
-    else:
-        written = ask_text(
-            llm, prompts, lambda cid, text: parse_qa_pairs(text, utterances[cid][1]), "caption QA pairs for clip"
-        )
+    written = {}
+    for part in parts(kind):
+        prompts = {
+            cid: _prompt(STEMS[part], language, {"name": name, "transcript": clip.text})
+            for cid, (clip, name, language) in sorted(utterances.items())
+        }
+        if part == "summary":
+            written[part] = ask_text(
+                llm,
+                prompts,
+                lambda cid, text: validate_summary(text, utterances[cid][1], utterances[cid][0].text),
+                "caption summary for clip",
+            )
+        else:
+            written[part] = ask_text(
+                llm, prompts, lambda cid, text: parse_qa_pairs(text, utterances[cid][1]), "caption QA pairs for clip"
+            )
     rows = {"summary": 0, "qa": 0, "refusal": 0}
     for plan in plans:
         present = plan.target in plan.speakers
         name = speakers[plan.target].name or plan.target
-        if kind == "summary":
-            if present:
-                summary = written[_target_clip(plan).id]
-                for qa in plan.qas:
-                    qa.answer, qa.reference = summary, "summary"
-                    rows["summary"] += 1
+        if "summary" in written and present:
+            summary = written["summary"][_target_clip(plan).id]
+            for qa in plan.qas:
+                qa.answer, qa.reference = summary, "summary"
+                rows["summary"] += 1
+        if "qa" not in written:
             continue
         if present:
-            for k, (question, answer) in enumerate(written[_target_clip(plan).id], 1):
+            for k, (question, answer) in enumerate(written["qa"][_target_clip(plan).id], 1):
                 plan.qas.append(QA(f"cap_qa_{k}", question, answer, [plan.target], [plan.target], [], reference="qa"))
                 rows["qa"] += 1
             continue

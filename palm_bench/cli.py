@@ -220,11 +220,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     b.add_argument(
         "--caption-reference",
-        choices=["transcript", "summary", "qa"],
+        choices=["transcript", "summary", "qa", "summary+qa"],
         default=None,
-        help="captioning references (PALM Table 24): transcript (default, offline; a deviation), "
-        "summary (LLM summaries) or qa (adds three LLM question/answer rows per utterance); "
-        "summary and qa need --llm",
+        help="captioning references (PALM Table 24): transcript (small's default, offline; a deviation), "
+        "summary (LLM summaries), qa (adds three LLM question/answer rows per utterance) or "
+        "summary+qa (both, as the paper; the paper preset's default); all but transcript need --llm",
     )
     b.add_argument(
         "--description-model",

@@ -73,7 +73,8 @@ class BuildConfig:
     #: in-context enrollment prompts (a key of its own, so builds from before it are rebuilt)
     enrollment: bool = True
     #: how positive captioning references are written (PALM Table 24; palm_bench.caption_references):
-    #: ``transcript`` (offline default, a deviation from the paper), ``summary`` or ``qa`` (need --llm)
+    #: ``transcript`` (offline default, a deviation from the paper), ``summary``, ``qa`` or
+    #: ``summary+qa`` (the paper's: both; need --llm)
     caption_reference: str = "transcript"
     #: a harness adapter spec (``vllm:pretrained=DIR``, ``openai_audio:model=M,base_url=URL``) whose
     #: model writes each subject's AD (Table 23 prompt) and HD from its train-split reference audio
@@ -215,10 +216,12 @@ class BuildConfig:
                 f"unknown deviation key {unknown[0]!r}",
                 (f"did you mean {close!r}? " if close else "") + f"keys: {', '.join(deviation_keys())}",
             )
-        if self.caption_reference not in ("transcript", "summary", "qa"):
+        from palm_bench.caption_references import KINDS
+
+        if self.caption_reference not in KINDS:
             raise bad(
                 "caption_reference",
-                f"must be transcript, summary or qa, got {self.caption_reference!r}",
+                f"must be transcript, summary or qa (or summary+qa, both), got {self.caption_reference!r}",
                 "e.g. --caption-reference transcript",
             )
         if self.description_model is not None and (

@@ -90,6 +90,10 @@ def resolve(cfg, llm, where: str = "build config field 'require_paper_steps'"):
     fallback: dict[str, dict] = {}  # key -> config changes that do it this project's way
     if cfg.caption_reference == "transcript":
         problems["caption_reference"] = "the build writes transcript references (caption_reference: transcript)"
+    elif cfg.caption_reference != "summary+qa" and llm is not None:
+        problems["caption_reference"] = (
+            f"the build uses one of Table 24's two prompts (caption_reference: {cfg.caption_reference})"
+        )
     elif llm is None:
         problems["caption_reference"] = (
             f"--caption-reference {cfg.caption_reference} needs a text LLM and none is given"

@@ -100,7 +100,7 @@ def test_paper_preset_without_caption_llm_stops_before_planning(tmp_path, capsys
     code, err = run_cli(["build", "--preset", "paper", "--out", str(out)], capsys)
     assert code == 2
     assert err.startswith("palm-bench: error: --preset paper: ")
-    assert "--caption-reference summary" in err and "--allow-deviation caption_reference" in err
+    assert "--caption-reference summary+qa" in err and "--allow-deviation caption_reference" in err
     assert "--description-model" in err and "--allow-deviation descriptions" in err
     if encoder_problem("ecapa", {}):  # SpeechBrain absent here: the encoder step is named too
         assert "--encoder ecapa" in err and "--allow-deviation negative_encoder" in err
@@ -142,6 +142,60 @@ def test_every_step_done_the_papers_way_records_no_deviation(monkeypatch):
     cfg = load_preset("paper", {"description_model": "qwen2_audio:pretrained=DIR"})
     effective, records, followed = resolve(cfg, llm=object(), where="--preset paper")
     assert records == [] and followed == KEYS and effective == cfg
+
+
+def test_one_of_the_two_caption_prompts_is_a_deviation_of_its_own(monkeypatch):
+    monkeypatch.setattr(dev, "encoder_problem", lambda *a: None)
+    for kind in ("summary", "qa"):
+        cfg = load_preset("paper", {"description_model": "qwen2_audio:pretrained=DIR", "caption_reference": kind})
+        with pytest.raises(ConfigError, match=r"one of Table 24's two prompts.*--allow-deviation caption_reference"):
+            resolve(cfg, llm=object())
+        allowed = load_preset(
+            "paper",
+            {"description_model": "x:y=1", "caption_reference": kind, "allowed_deviations": ["caption_reference"]},
+        )
+        effective, records, _ = resolve(allowed, llm=object())
+        assert effective.caption_reference == kind and [r["key"] for r in records] == ["caption_reference"]
+
+
+class ScriptedLLM:
+    """In-process stand-in for a text LLM: tests/test_caption_references.py's scripted replies."""
+
+    settings = {"backend": "scripted", "model": "scripted"}
+
+    def complete(self, batch, **settings):
+        from types import SimpleNamespace
+
+        from tests.test_caption_references import scripted_llm
+
+        return [scripted_llm(SimpleNamespace(prompt=chat[0]["content"])) for chat in batch]
+
+
+def test_summary_and_qa_together_as_the_paper(corpus):
+    """``summary+qa`` (the paper preset's kind): template answers summarised and QA rows added."""
+    from palm_bench.caption_references import apply_caption_references
+    from palm_bench.samples import QA, AudioPlan
+    from tests.test_caption_references import qa_of, summary_of
+
+    target, other = corpus.utterances_of("en_s01")[0], corpus.utterances_of("en_n01")[0]
+    name = corpus.speakers["en_s01"].name
+
+    def plan(key, clip, answer, reference):
+        present = [clip.speaker] if clip.speaker == "en_s01" else []
+        qa = QA("cap_1", f"What did {name} say?", answer, ["en_s01"], present, [] if present else ["en_s01"], reference)
+        return AudioPlan(key, "test", "captioning", "en", "en_s01", [clip], {}, [], [qa])
+
+    positive = plan("test-000000", target, f"{name} said: {target.text}", "transcript")
+    negative = plan("test-000001", other, f"{name} does not speak.", "refusal")
+    info = apply_caption_references({"test": [positive, negative]}, corpus, "summary+qa", ScriptedLLM())
+    assert positive.qas[0].answer == summary_of(name, target.text) and positive.qas[0].reference == "summary"
+    assert [(q.question, q.answer) for q in positive.qas[1:]] == qa_of(name, target.text)
+    assert {q.reference for q in positive.qas[1:]} == {"qa"}
+    assert [q.reference for q in negative.qas] == ["refusal"] * 4 and negative.qas[
+        0
+    ].answer == f"{name} does not speak."
+    assert info["rows_written"] == {"summary": 1, "qa": 3, "refusal": 3}
+    assert {f.split(".")[0] for f in info["prompts"]} == {"caption_summary", "caption_qa"}
 
 
 def test_small_records_each_replaced_step_and_never_stops():
