@@ -230,6 +230,11 @@ def test_benchmark_build_stops_before_planning_when_torchcodec_is_broken(
     export = importlib.import_module(f"{bench}.export")
     planned = []
     monkeypatch.setattr(export, "make_plan", lambda *a, **k: planned.append(1))
+    cfg = None
+    if bench == "palm_bench":  # a real config: the paper-steps check (palm_bench.deviations) reads it first
+        from palm_bench.config import load_preset
+
+        cfg = load_preset("small")
     with pytest.raises(AudioError, match=r"pip install 'torchcodec==0\.13\.0'"):
-        export.build(tmp_path / "out", None)
+        export.build(tmp_path / "out", cfg)
     assert planned == []  # the error comes first, not after minutes of planning
