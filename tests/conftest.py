@@ -43,3 +43,22 @@ def small_corpus_dir(tmp_path, corpus):
 def tone(seconds=1.0, freq=220.0, sr=16000):
     t = np.arange(int(seconds * sr)) / sr
     return (0.3 * np.sin(2 * np.pi * freq * t)).astype(np.float32)
+
+
+# The longest test files (each 20 s to 3 min on 2 cores), started first: with two workers
+# (scripts/test.sh: pytest -n 2 --dist loadfile) a long file started last would run alone at the end.
+LONG_FILES_FIRST = (
+    "test_cli_acceptance.py",
+    "test_gemini.py",
+    "test_corpus_info_cli.py",
+    "test_msu_builder.py",
+    "test_palm_builder.py",
+    "test_openai_audio.py",
+    "test_run_accounting.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONG_FILES_FIRST)}
+    # a stable sort: the order inside a file, and of all other files, stays pytest's own
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))

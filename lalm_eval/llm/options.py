@@ -50,9 +50,10 @@ def text_option_names() -> frozenset[str]:
 
 
 def _shown(value: Any) -> str:
-    """``repr(value)``, short, and without ';' (it separates the error's parts)."""
+    """``repr(value)``, short (a path of up to 240 characters is shown whole: it must stay findable),
+    and without ';' (it separates the error's parts)."""
     text = repr(value)
-    return (text if len(text) <= 80 else text[:77] + "...").replace(";", ",")
+    return (text if len(text) <= 240 else text[:237] + "...").replace(";", ",")
 
 
 def _bounds(rule: dict) -> str:
