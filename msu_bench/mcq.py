@@ -1,5 +1,6 @@
 """The authors' public MSU-Benchmark release (multiple choice), read as its authors' scorer reads it
-(``/work/shared/notes/msu_release.md``; task names, label spellings, schemes and audio-part labels
+(the public release ASLP-lab/MSU-Bench, its README "Dataset" and ``bench_evaluation_pipeline/``;
+task names, label spellings, schemes and audio-part labels
 are data: ``msu_bench/mcq_release.yaml``)::
 
     bench_{cn,en}/QA_{cn,en}/<scenario>/QA_short|QA_long/<seg_id>/level{1,2}/<task>.json

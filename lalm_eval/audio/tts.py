@@ -5,7 +5,7 @@ manifest can record exactly how each clip was made and the render can be repeate
 needs the Debian packages ``espeak-ng``, ``flite``, ``festival`` (+ voices) and ``sox``; nothing
 at install or test time needs them, because the rendered corpora ship with the package.
 
-Engines (see ``shared/notes/voices.md`` of the project for how distinct the voices are):
+Engines (how distinct their voices are is measured by ``palm-bench corpus-info``, the speaker EER):
 
 - ``espeak-ng``: ``voice`` is an espeak voice with optional variant (``en-us+f3``,
   ``cmn-latn-pinyin+m3``); ``speed`` (words per minute) and ``pitch`` (0-99) are passed through.

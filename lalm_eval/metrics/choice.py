@@ -3,7 +3,7 @@
 Two parsers (pure functions):
 
 - :func:`parse_letter` — the letter parser of MSU-Benchmark's authors (``bench_evaluation_pipeline``,
-  as ``/work/shared/notes/msu_release.md`` transcribes it): upper-case the reply; a reply that is a
+  in the public release ASLP-lab/MSU-Bench): upper-case the reply; a reply that is a
   lone allowed letter wins; else the first of the allowed letters, **in their order**, that occurs
   as a standalone word anywhere; else the first, in the same order, not flanked by capital letters
   (``"答案是B。"``); else ``""``. It does not look for "Final answer" (so ``"A podcast, so D"`` → A).
