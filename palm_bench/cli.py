@@ -65,7 +65,6 @@ def _build(args) -> int:
 
 def _check_flags(args) -> None:
     """``--num_proc`` and the ``--llm`` backend name, before any folder is opened or anything read."""
-    from lalm_eval.errors import UnknownNameError
     from lalm_eval.hub.export import check_num_proc
 
     check_num_proc(args.num_proc)
@@ -73,15 +72,9 @@ def _check_flags(args) -> None:
 
     check_keys(args.allow_deviation, "--allow-deviation")
     if args.llm:
-        from lalm_eval.llm import TEXT_LLMS
+        from lalm_eval.llm.options import check_backend_name
 
-        if args.llm not in TEXT_LLMS:
-            try:
-                TEXT_LLMS.get(args.llm)  # its message: the names, and the close ones
-            except UnknownNameError as exc:
-                raise UnknownNameError(
-                    f"--llm {args.llm}: {exc}; give one of these backends (plug-ins add more)"
-                ) from None
+        check_backend_name(args.llm, f"--llm {args.llm}")
 
 
 def _build_into(args) -> dict:

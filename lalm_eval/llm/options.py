@@ -309,15 +309,21 @@ def build_text_llm(backend: str, options: dict, flag: str | None = None, example
         ) from None
 
 
-def text_llm_from_flags(backend: str, items: list[str], flag: str = "--llm-option", backend_flag: str = "--llm"):
-    """The text LLM of a build's ``--llm NAME --llm-option KEY=VALUE ...``, every option checked."""
+def check_backend_name(backend: str, backend_flag: str = "--llm") -> None:
+    """An :class:`UnknownNameError` starting with ``backend_flag`` (the registered names and the close
+    ones) unless ``backend`` is a registered text LLM; nothing is built or imported."""
     from lalm_eval.llm.base import TEXT_LLMS
 
     if backend not in TEXT_LLMS:
         try:
-            TEXT_LLMS.get(backend)
+            TEXT_LLMS.get(backend)  # its message: the names, and the close ones
         except UnknownNameError as exc:
-            raise UnknownNameError(f"{backend_flag}: {exc}; give one of them (plug-ins add more)") from None
+            raise UnknownNameError(f"{backend_flag}: {exc}; give one of these backends (plug-ins add more)") from None
+
+
+def text_llm_from_flags(backend: str, items: list[str], flag: str = "--llm-option", backend_flag: str = "--llm"):
+    """The text LLM of a build's ``--llm NAME --llm-option KEY=VALUE ...``, every option checked."""
+    check_backend_name(backend, backend_flag)
     return build_text_llm(backend, read_items(items, flag), flag, example=f"{flag} {{key}}={{value}}")
 
 
@@ -325,6 +331,7 @@ __all__ = [
     "RULES_FILE",
     "TEXT_KINDS",
     "build_text_llm",
+    "check_backend_name",
     "check_options",
     "check_value",
     "is_hub_id",
