@@ -1,4 +1,4 @@
-"""A miniature of the authors' public MSU-Benchmark release in its REAL layout (msu_release.md):
+"""A miniature of the authors' public MSU-Benchmark release in its REAL layout (docs/msu_release.md):
 bench_cn + bench_en, Chinese and English task file names, every rationale spelling, the three
 question-list keys, speaker_meta as first item / top level / absent, inconsistent labels,
 reverse_* and unknown schemes, and malformed questions. Used by tests/test_msu_mcq*.py and

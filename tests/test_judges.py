@@ -27,9 +27,7 @@ from lalm_eval.judges.msu import ERROR_TYPES, MsuErrorTypeJudge, MsuJudge
 from lalm_eval.judges.palm import PalmCaptioningJudge, PalmReasoningJudge, PalmRecognitionJudge
 from lalm_eval.llm.base import LLMError, TextLLM
 from lalm_eval.llm.openai_http import OpenAIChatLLM
-
-PALM_PAPER = Path("/work/shared/seeds/000_de59a29946b90e2c.txt")
-MSU_PAPER = Path("/work/shared/seeds/001_24c86d097f2b927c.txt")
+from tests.papers import MSU_TITLE, PALM_TITLE, has_paper, paper_text
 
 
 class ScriptedLLM(TextLLM):
@@ -79,12 +77,11 @@ def item(i, **kw):
 
 
 def _paper_block(start: str, end: str) -> str:
-    text = PALM_PAPER.read_text(encoding="utf-8")
+    text = paper_text(PALM_TITLE)
     body = text[text.index(start) + len(start) : text.index(end)]
     return body.replace("$\\rightarrow$", "→").strip()
 
 
-@pytest.mark.skipif(not PALM_PAPER.is_file(), reason="paper text not available")
 @pytest.mark.parametrize(
     "judge_cls, start, end",
     [
@@ -148,8 +145,8 @@ def test_msu_prompt_quotes_the_paper_and_picks_task_requirements():
     assert "attributed to the right speaker" in transcription and "attributed to the right speaker" not in counting
     assert "must state a number" in counting and "must state a number" in fallback
     assert "Task-specific requirements" not in generic
-    if MSU_PAPER.is_file():
-        paper = MSU_PAPER.read_text(encoding="utf-8")
+    if has_paper(MSU_TITLE):
+        paper = paper_text(MSU_TITLE)
         quote = paper[paper.index("The evaluation uses a dedicated scoring prompt") :].split("\n")[0].strip()
         quote = quote.replace("$3$", "3")
         assert quote in generic

@@ -1,7 +1,7 @@
 """The msu_mcq tasks end to end: the release fixture (tests/msu_release_fixture.py, real layout)
 imported, then run through the evaluator with a scripted model whose replies are chosen here, and
 accuracy and every breakdown of the report checked against values worked out by hand from the
-authors' rules (/work/shared/notes/msu_release.md, "Answer parsing" and "Scoring")."""
+authors' rules (docs/msu_release.md, "How an answer is scored")."""
 
 import os
 

@@ -11,7 +11,7 @@ prompt (attention mask 1) with the subject's learned vectors, in mention order. 
 inside the model's forward, before Qwen2-Audio / the Omni thinker scatter the audio features
 into the ``<|AUDIO|>`` positions; the placeholder positions are not audio positions, so the merge
 keeps them (unlike peft's prompt tuning, which prepends to ``inputs_embeds`` and may bypass the
-merge: stack.md). Decoding steps (one new token) are left alone.
+merge: docs/model_internals.md). Decoding steps (one new token) are left alone.
 
 Only the soft prompts train; every model weight stays frozen. Saved one file per subject,
 ``soft_prompts/<name>.safetensors`` (tensor ``embeddings``, N × hidden size; a name that is not a
