@@ -25,7 +25,7 @@ from lalm_eval.errors import ConfigError
 
 
 def parser() -> argparse.ArgumentParser:
-    from lalm_eval.cli import DEFAULT_CACHE
+    from lalm_eval.flags import DEFAULT_CACHE
 
     ap = argparse.ArgumentParser(prog="lalm-eval check", description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True)
@@ -60,7 +60,7 @@ def _batch_sizes(text: str) -> list[str]:
 def check_args(args) -> list[str]:
     """Every flag checked before a dataset or model is loaded; a check that would compare nothing
     (one batch size and no ``--model_b``) is an error. Returns the task names."""
-    from lalm_eval.cli import gen_kwargs_flag, real_number, task_names, whole_number, writable_folder
+    from lalm_eval.flags import gen_kwargs_flag, real_number, task_names, whole_number, writable_folder
 
     tasks = task_names(args.tasks)
     args.sizes = _batch_sizes(args.batch_sizes)
@@ -110,8 +110,8 @@ def _check_models(args) -> None:
 
 def _build_b(args):
     """Model B built after A has run (so the two are never loaded at once); its errors name ``--model_b``."""
-    from lalm_eval.cli import build_adapter
     from lalm_eval.errors import LalmEvalError
+    from lalm_eval.models.build import build_adapter
 
     try:
         return build_adapter(
@@ -171,8 +171,8 @@ def _sampling(gen_kwargs: dict, tasks) -> bool:
 
 
 def run_check(args) -> tuple[dict, int]:
-    from lalm_eval.cli import build_adapter
     from lalm_eval.evaluator import evaluate, open_tasks
+    from lalm_eval.models.build import build_adapter
 
     tasks = check_args(args)
     sizes, gen_kwargs = args.sizes, args.gen_kwargs_dict

@@ -16,218 +16,30 @@ Imports stay lazy so start-up is fast: torch/transformers load only when a model
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
-import math
 import os
-import re
 import sys
-import tempfile
 from pathlib import Path
 
 from lalm_eval import __version__
 from lalm_eval.errors import ConfigError, LalmEvalError
+from lalm_eval.flags import (
+    CACHE_ENV,
+    batch_size_flag,
+    bertscore_model_flag,
+    default_cache,
+    device_flag,
+    flag_error,
+    gen_kwargs_flag,
+    include_paths_flag,
+    key_values,
+    real_number,
+    task_names,
+    whole_number,
+    writable_folder,
+)
 
-CACHE_ENV = "LALM_EVAL_CACHE"
-
-
-def default_cache() -> Path:
-    """The default ``--cache_dir``: ``$LALM_EVAL_CACHE`` (``~`` expanded; empty counts as unset),
-    else ``~/.cache/lalm_eval``. Read when a command starts, so the environment it runs in counts."""
-    value = os.environ.get(CACHE_ENV, "").strip()
-    return Path(value).expanduser() if value else Path.home() / ".cache" / "lalm_eval"
-
-
-DEFAULT_CACHE = default_cache()
 SUBCOMMANDS = ("tasks", "make-tiny-model", "paths", "report", "check", "train", "doctor")
-
-# -- flag values, checked before anything is loaded: each error names the flag and the fix -------
-
-
-def key_values(text: str, flag: str = "--model_args", example: str = "pretrained=DIR,dtype=bfloat16") -> dict:
-    """``"k=v,k=v"`` → ``{k: v}``, values read as YAML (``3`` an int, ``true`` a bool); a part
-    without ``=``, an empty key, a key given twice or a value that is not YAML is an error naming
-    ``flag``."""
-    import yaml
-
-    out: dict = {}
-    for part in (text or "").split(","):
-        if not part.strip():
-            continue
-        key, sep, value = part.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise ConfigError(f"{flag}: {part.strip()!r} is not key=value; write {flag} {example}")
-        if key in out:
-            raise ConfigError(f"{flag}: {key!r} is given twice; give each key once")
-        try:
-            out[key] = yaml.safe_load(value)
-        except yaml.YAMLError:
-            raise ConfigError(
-                f"{flag}: the value of {key!r} ({value!r}) cannot be read; quote it, e.g. {key}='{value}'"
-            ) from None
-    return out
-
-
-def _model_args(text: str, flag: str = "--model_args") -> dict:
-    return key_values(text, flag)
-
-
-def whole_number(value, flag: str, minimum: int, fix: str, maximum: int | None = None) -> int:
-    """``value`` (a flag's text or an int) as an int in ``[minimum, maximum]``, else an error naming ``flag``."""
-    text = str(value).strip()
-    try:
-        number = int(text)
-    except ValueError:
-        raise ConfigError(f"{flag}: {text!r} is not a whole number; {fix}") from None
-    if number < minimum or (maximum is not None and number > maximum):
-        bound = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
-        raise ConfigError(f"{flag}: must be a whole number {bound}, got {number}; {fix}")
-    return number
-
-
-def real_number(
-    value, flag: str, fix: str, minimum: float | None = None, maximum: float | None = None, above: bool = False
-) -> float:
-    """``value`` as a finite float within the bounds (``above``: strictly above ``minimum``)."""
-    text = str(value).strip()
-    try:
-        number = float(text)
-    except ValueError:
-        raise ConfigError(f"{flag}: {text!r} is not a number; {fix}") from None
-    low = minimum is not None and (number <= minimum if above else number < minimum)
-    if not math.isfinite(number) or low or (maximum is not None and number > maximum):
-        if minimum is not None and maximum is not None:
-            bound = f" from {minimum} to {maximum}"
-        elif minimum is not None:
-            bound = f" {'>' if above else '>='} {minimum}"
-        else:
-            bound = ""
-        raise ConfigError(f"{flag}: must be a finite number{bound}, got {text}; {fix}")
-    return number
-
-
-def task_names(text: str, flag: str = "--tasks") -> list[str]:
-    """The comma-separated names of ``flag``; none at all is an error (a run of no tasks measures nothing)."""
-    names = [t.strip() for t in (text or "").split(",") if t.strip()]
-    if not names:
-        raise ConfigError(
-            f"{flag}: no task names in {text!r}; give comma-separated task, group or tag names "
-            "(`lalm-eval tasks` lists them)"
-        )
-    return names
-
-
-def batch_size_flag(value, flag: str = "--batch_size") -> str:
-    """``auto`` or a whole number >= 1, as the string the adapters take. lm-eval's ``auto:N`` (re-measure
-    N times) is refused by name: the HF adapters' ``auto`` halves the batch on out-of-memory instead."""
-    text = str(value).strip().lower()
-    if text == "auto":
-        return "auto"
-    if text.startswith("auto:"):
-        raise ConfigError(
-            f"{flag}: {value!r}: lm-eval's auto:N is not supported; give auto (on CUDA the batch is halved on "
-            "each out-of-memory error) or a whole number >= 1"
-        )
-    return str(whole_number(text, flag, 1, "give a whole number >= 1 or auto"))
-
-
-def gen_kwargs_flag(text: str, flag: str = "--gen_kwargs") -> dict:
-    """``--gen_kwargs k=v,k=v`` read and checked (keys and values: :mod:`lalm_eval.tasks.gen_kwargs`)."""
-    from lalm_eval.tasks.gen_kwargs import check_gen_kwargs
-
-    return check_gen_kwargs(key_values(text, flag, "max_new_tokens=64,do_sample=false"), flag, "{key}={value}")
-
-
-DEVICE = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
-
-
-def device_flag(value: str | None, flag: str = "--device") -> str | None:
-    if value is not None and not DEVICE.fullmatch(value.strip().lower()):
-        raise ConfigError(f"{flag}: {value!r} is not a device; give auto, cpu, cuda, cuda:N or mps")
-    return value
-
-
-def flag_source(path, flag: str) -> str:
-    """Where a folder's value came from, as the error names it: ``flag`` and the value, or for a
-    ``--cache_dir`` left at its default the ``LALM_EVAL_CACHE`` variable that set it."""
-    env = os.environ.get(CACHE_ENV, "").strip()
-    if flag == "--cache_dir" and env and Path(env).expanduser() == Path(str(path)).expanduser():
-        return f"{CACHE_ENV}={env} (the default --cache_dir)"
-    return f"{flag} {path}"
-
-
-def writable_folder(path, flag: str) -> Path:
-    """The folder ``path`` (``~`` expanded, made when missing), checked writable now, before any
-    model call: empty, a file there, a file above it, or a folder that cannot be written is an
-    error naming ``flag`` (or ``LALM_EVAL_CACHE`` when that set it). Use the returned path: it is the
-    one checked."""
-    if path is None or not str(path).strip():
-        raise ConfigError(f"{flag}: empty; give a folder (it is made when missing), or leave the flag out")
-    folder = Path(str(path).strip()).expanduser()
-    where = flag_source(path, flag)
-    fix = (
-        "unset it or point it at a folder" if where.startswith(CACHE_ENV) else "give a folder (it is made when missing)"
-    )
-    for above in (folder, *folder.parents):
-        if above.exists() or above.is_symlink():
-            if not above.is_dir():
-                what = "is a file, not a folder" if above == folder else f"is under {above}, which is a file"
-                raise ConfigError(f"{where}: {what}; {fix}")
-            break
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as exc:
-        raise ConfigError(
-            f"{where}: cannot write there ({exc.strerror or exc}); "
-            + (
-                "unset it or point it at a folder you can write to"
-                if where.startswith(CACHE_ENV)
-                else "give a folder you can write to"
-            )
-        ) from None
-    return folder
-
-
-def include_paths_flag(values, flag: str = "--include_path") -> list[str] | None:
-    """``--include_path`` values with ``~`` expanded; an empty one (an unset shell variable) is an
-    error, not the current folder (whose every YAML file would be read as a task)."""
-    if not values:
-        return None
-    out = []
-    for value in values:
-        if not str(value).strip():
-            raise ConfigError(
-                f"{flag}: empty; give a folder of task YAML files (or one YAML file), or leave the flag out"
-            )
-        out.append(os.path.expanduser(str(value).strip()))
-    return out
-
-
-def flag_error(flag: str, exc: LalmEvalError, fix: str) -> LalmEvalError:
-    """``exc`` (raised by what ``flag`` named: a model, a judge spec) told in the one error shape:
-    the flag in front unless its message starts with one, ``fix`` after it unless it has one."""
-    message = str(exc)
-    if not message.startswith("--"):
-        message = f"{flag}: {message}"
-    if "; " not in message:
-        message += f"; {fix}"
-    exc.args = (message, *exc.args[1:])
-    return exc
-
-
-def bertscore_model_flag(text: str | None) -> dict | None:
-    """``--bertscore_model en=A,zh=B``: {language: backbone}, each found locally (a folder, or a Hub
-    id in the Hugging Face cache) before any task or model loads."""
-    if text is None:
-        return None
-    from lalm_eval.metrics.bertscore import check_backbones, parse_backbone_flag
-
-    spec = parse_backbone_flag(text, "--bertscore_model")
-    check_backbones(spec, "--bertscore_model")
-    return spec
 
 
 def check_eval_args(args) -> None:
@@ -258,7 +70,7 @@ def check_eval_args(args) -> None:
     args.gen_kwargs_dict = gen_kwargs_flag(args.gen_kwargs)
     args.bertscore_models = bertscore_model_flag(getattr(args, "bertscore_model", None))
     args.include_path = include_paths_flag(args.include_path)
-    _model_args(args.model_args)
+    key_values(args.model_args)
     device_flag(args.device)
     args.cache_dir = str(writable_folder(default_cache() if args.cache_dir is None else args.cache_dir, "--cache_dir"))
     if args.output_path is not None:
@@ -355,18 +167,6 @@ def failed_tasks(results: dict, max_share: float | None = None) -> list[str]:
     return out
 
 
-SECRET_ARG = re.compile(r"(key|token|secret|password)", re.I)
-
-
-def redact_model_args(text: str) -> str:
-    """``model_args`` as written to results: values of secret-looking keys (api_key, token…) masked."""
-    parts = []
-    for part in (text or "").split(","):
-        key, sep, value = part.partition("=")
-        parts.append(f"{key}=***" if sep and SECRET_ARG.search(key) and not key.strip().endswith("_env") else part)
-    return ",".join(parts)
-
-
 def format_plan(plan: dict) -> str:
     """The ``--dry_run`` table: per task and in total."""
     lines = [
@@ -412,111 +212,6 @@ def attach_budget(adapter, args) -> None:
         adapter.budget = Budget(args.max_cost, prices)
 
 
-@dataclasses.dataclass
-class AdapterSpec:
-    """A ``--model`` and its ``--model_args`` checked, not yet built (:func:`adapter_spec`)."""
-
-    model: str
-    cls: type
-    model_args: dict
-    from_flag: bool  # the device came from --device (not from --model_args device=)
-
-
-def adapter_spec(
-    model: str, model_args_text: str, device: str | None, cache_dir: str, use_response_cache: bool = True
-) -> AdapterSpec:
-    """The registered adapter ``model`` and its ``k=v,k=v`` args, checked without building it:
-    unknown or missing args named with the ones the adapter takes, ``~`` expanded in each value
-    that starts with it (paths: ``pretrained=~/m``; transformers would take ``~/m`` for a Hub
-    id, and the shell leaves a ``~`` after ``=`` alone). ``--device`` and,
-    for adapters with caches of their own, ``--cache_dir`` are passed on; adapters that write
-    answers to the response cache themselves (``WRITES_RESPONSE_CACHE``) get none under
-    ``--no_cache``."""
-    import difflib
-    import inspect
-
-    from lalm_eval.errors import UnknownNameError
-    from lalm_eval.models import MODELS
-    from lalm_eval.parallel import local_device
-
-    model_args = {
-        k: os.path.expanduser(v) if isinstance(v, str) and v.startswith("~") else v
-        for k, v in _model_args(model_args_text).items()
-    }
-    from_flag = device is not None
-    device = local_device(device or model_args.get("device"))
-    if device:
-        model_args["device"] = device
-    try:
-        adapter_cls = MODELS.get(model)
-    except UnknownNameError as exc:
-        raise UnknownNameError(f"--model: {exc}; give one of these names (plug-ins add more)") from None
-    if "cache_dir" in inspect.signature(adapter_cls.__init__).parameters:  # adapters with caches of their own
-        off = not use_response_cache and getattr(adapter_cls, "WRITES_RESPONSE_CACHE", False)
-        model_args.setdefault("cache_dir", "none" if off else cache_dir)
-    signature = inspect.signature(adapter_cls.__init__)
-    params = [
-        n for n, p in signature.parameters.items() if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
-    ]
-    takes_any = any(p.kind == p.VAR_KEYWORD for p in signature.parameters.values())
-    unknown = [] if takes_any else [k for k in model_args if k not in params]
-    if unknown:
-        key = unknown[0]
-        if key == "device" and from_flag:
-            raise ConfigError(f"--device: adapter {model!r} takes no device; leave out --device for it")
-        close = difflib.get_close_matches(key, params, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ConfigError(
-            f"--model_args: {model} takes no argument {key!r}{hint}; it takes: {', '.join(params) or 'none'}"
-        )
-    try:  # a missing argument: name it, list the valid ones
-        signature.bind(None, **model_args)
-    except TypeError as exc:
-        raise ConfigError(
-            f"--model_args: {model} cannot be built from them ({exc}); it takes: {', '.join(params) or 'none'}"
-        ) from None
-    return AdapterSpec(model, adapter_cls, model_args, from_flag)
-
-
-def _told(spec: AdapterSpec, exc: LalmEvalError) -> LalmEvalError:
-    """``exc`` from building ``spec`` in the one shape: a device problem names ``--device`` when the
-    device came from that flag; other messages get ``--model M`` in front unless they name a flag."""
-    device = spec.model_args.get("device")
-    prefix = f"--model_args device={device}"
-    if spec.from_flag and str(exc).startswith(prefix + ":"):
-        exc.args = (f"--device {device}" + str(exc)[len(prefix) :], *exc.args[1:])
-        return exc
-    return flag_error(f"--model {spec.model}", exc, "check --model_args (pretrained=...) and --device")
-
-
-def build_from_spec(spec: AdapterSpec, identify: bool = True):
-    """The adapter of ``spec`` built and (``identify``) its identity computed (model files hashed,
-    nothing loaded), so that a missing model shows now; errors told by :func:`_told`."""
-    try:
-        adapter = spec.cls(**spec.model_args)
-        if identify:
-            adapter.identity()
-    except LalmEvalError as exc:
-        raise _told(spec, exc) from None
-    return adapter
-
-
-def identify(spec: AdapterSpec, adapter) -> None:
-    """``adapter.identity()`` (model files hashed), errors told by :func:`_told`."""
-    try:
-        adapter.identity()
-    except LalmEvalError as exc:
-        raise _told(spec, exc) from None
-
-
-def build_adapter(
-    model: str, model_args_text: str, device: str | None, cache_dir: str, use_response_cache: bool = True
-):
-    """The registered adapter ``model`` built from ``k=v,k=v`` args (:func:`adapter_spec`), its
-    identity known (:func:`build_from_spec`)."""
-    return build_from_spec(adapter_spec(model, model_args_text, device, cache_dir, use_response_cache))
-
-
 def run_eval(args) -> int:
     import random
 
@@ -524,6 +219,7 @@ def run_eval(args) -> int:
 
     from lalm_eval.cli_support import interrupt_note
     from lalm_eval.evaluator import evaluate, open_tasks
+    from lalm_eval.models.build import adapter_spec, build_from_spec, identify, redact_model_args
     from lalm_eval.report.assemble import write_outputs
 
     check_eval_args(args)  # every flag, and --output_path / --cache_dir made and probed

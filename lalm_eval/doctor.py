@@ -461,8 +461,8 @@ def model_problems(
     import difflib
     import inspect
 
-    from lalm_eval.cli import key_values
     from lalm_eval.errors import ConfigError, UnknownNameError
+    from lalm_eval.flags import key_values
     from lalm_eval.models import MODELS
 
     try:

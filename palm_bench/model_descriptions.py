@@ -5,7 +5,7 @@
 harness adapter the way ``lalm-eval --model NAME --model_args ARGS`` does, as one string
 ``NAME:ARGS`` (``vllm:pretrained=Qwen/Qwen3-Omni-30B-A3B-Thinking``,
 ``openai_audio:model=M,base_url=http://host:8000/v1``, ``qwen2_audio:pretrained=DIR``); it is
-built by :func:`lalm_eval.cli.build_adapter`. For every subject the model hears the subject's
+built by :func:`lalm_eval.models.build.build_adapter`. For every subject the model hears the subject's
 reference audio — its train-split clips in split order up to ``ad_max_seconds``, joined with
 ``silence_s`` of silence (the same clips the measured AD uses; never a test clip) — twice:
 
@@ -80,7 +80,7 @@ def prompt_hashes() -> dict[str, str]:
 def build_description_adapter(spec: str, work_dir: Path | None):
     """The adapter ``spec`` names, with the response cache in front when there is a work dir."""
     from lalm_eval.cache import CachedAdapter, ResponseCache
-    from lalm_eval.cli import build_adapter
+    from lalm_eval.models.build import build_adapter
 
     name, args = split_spec(spec)
     cache_dir = Path(work_dir) / "description_model" if work_dir else Path(tempfile.mkdtemp(prefix="palm-desc-"))
@@ -136,7 +136,7 @@ def model_descriptions(
                 field="description_model",
             )
         out.setdefault(sid, {})[kind] = text
-    from lalm_eval.cli import redact_model_args
+    from lalm_eval.models.build import redact_model_args
 
     name, args = split_spec(spec)
     info = {

@@ -156,7 +156,7 @@ def test_a_failed_description_names_the_subject(tmp_path, corpus_dir, work, monk
 
 def test_tiny_qwen2_audio_through_the_command_line(tmp_path, corpus_dir, corpus, work, monkeypatch):  # noqa: F811
     import palm_bench.cli
-    from lalm_eval.cli import build_adapter
+    from lalm_eval.models.build import build_adapter
     from lalm_eval.models.tiny import make_tiny_model
 
     model_dir = make_tiny_model("qwen2_audio", tmp_path / "tiny")

@@ -193,7 +193,7 @@ def test_check_passes_on_batching_and_fails_across_different_models(task_dir, ti
 
 
 def test_no_cache_reaches_adapters_that_write_the_response_cache_themselves(tmp_path):
-    from lalm_eval.cli import build_adapter
+    from lalm_eval.models.build import build_adapter
 
     args = "model=m,base_url=http://127.0.0.1:9/v1"
     assert build_adapter("openai_audio", args, None, str(tmp_path))._cache_path == str(tmp_path / "responses.sqlite")

@@ -104,7 +104,7 @@ def test_cli_vocab_tasks_builds_trains_and_stops(setup, tmp_path):  # noqa: F811
 def test_feature_memo_same_features_once_per_clip(setup):  # noqa: F811
     import torch
 
-    from lalm_eval.cli import build_adapter
+    from lalm_eval.models.build import build_adapter
     from lalm_eval.training.data import Collator, Example, memoised_features, training_examples
 
     adapter = build_adapter("qwen2_audio", f"pretrained={setup['model']}", None, str(setup["cache"]))

@@ -181,7 +181,7 @@ def test_prompt_tuning_changes_only_the_soft_rows(setup, tmp_path):
     import torch
     from safetensors.torch import load_file
 
-    from lalm_eval.cli import build_adapter
+    from lalm_eval.models.build import build_adapter
     from lalm_eval.training.trainer import TrainOptions, train
 
     adapter = build_adapter("qwen2_audio", f"pretrained={setup['model']}", None, str(setup["cache"]))
@@ -273,7 +273,7 @@ def test_bad_input(setup, tmp_path, capsys):
 
 
 def test_collator_prompt_is_the_evaluation_prompt_and_loss_is_on_the_answer(setup):
-    from lalm_eval.cli import build_adapter
+    from lalm_eval.models.build import build_adapter
     from lalm_eval.training.data import Collator, training_examples
 
     adapter = build_adapter("qwen2_audio", f"pretrained={setup['model']}", None, str(setup["cache"]))
@@ -293,7 +293,7 @@ def test_collator_prompt_is_the_evaluation_prompt_and_loss_is_on_the_answer(setu
 def test_freeze_keeps_the_audio_tower_and_trains_the_rest(setup, tmp_path):
     import torch
 
-    from lalm_eval.cli import build_adapter
+    from lalm_eval.models.build import build_adapter
     from lalm_eval.training.trainer import TrainOptions, train
 
     adapter = build_adapter("qwen2_audio", f"pretrained={setup['model']}", None, str(setup["cache"]))

@@ -468,7 +468,7 @@ LALM_EVAL = [sys.executable, "-m", "lalm_eval.cli"]
 @pytest.fixture(scope="module")
 def t64(tmp_path_factory):
     pytest.importorskip("vllm")
-    from lalm_eval.cli import DEFAULT_CACHE
+    from lalm_eval.flags import DEFAULT_CACHE
     from lalm_eval.models.tiny import make_tiny_model
 
     root = tmp_path_factory.mktemp("vllm")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 
 def parser() -> argparse.ArgumentParser:
-    from lalm_eval.cli import DEFAULT_CACHE
+    from lalm_eval.flags import DEFAULT_CACHE
     from lalm_eval.training.recipes import available_recipes
 
     ap = argparse.ArgumentParser(prog="lalm-eval train", description="Fine-tune on harness tasks (PALM §5.2 recipes)")
@@ -94,8 +94,8 @@ def check_args(args) -> None:
     """Every flag checked (and converted) before a dataset or the model is loaded; ``--output_dir``
     made and probed, and refused when it holds an earlier training's checkpoints that this run
     would mix with its own (``--resume_from_checkpoint`` continues them instead)."""
-    from lalm_eval.cli import device_flag, key_values, real_number, task_names, whole_number, writable_folder
     from lalm_eval.errors import ConfigError
+    from lalm_eval.flags import device_flag, key_values, real_number, task_names, whole_number, writable_folder
 
     args.task_list = task_names(args.tasks)
     steps = whole_number(args.max_steps, "--max_steps", -1, "give a number of steps >= 1, or -1 to train by epochs")
@@ -182,8 +182,8 @@ def _check_validation_flags(args) -> None:
     that only mean something with ``--eval_split`` refused without it (the split itself and the
     metric are then checked against the tasks by :func:`~lalm_eval.training.validation.plan_validation`,
     before the model loads)."""
-    from lalm_eval.cli import whole_number
     from lalm_eval.errors import ConfigError
+    from lalm_eval.flags import whole_number
     from lalm_eval.training.validation import parse_select
 
     if args.eval_split is not None and not str(args.eval_split).strip():
@@ -213,7 +213,7 @@ def _check_freeze(text: str) -> None:
 
 
 def main(argv=None) -> int:
-    from lalm_eval.cli import build_adapter
+    from lalm_eval.models.build import build_adapter
     from lalm_eval.training.trainer import TrainOptions, train, train_grid
 
     args = parser().parse_args(argv)
