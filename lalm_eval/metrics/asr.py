@@ -114,7 +114,9 @@ class ErrorRateMetric(Metric):
 
 class WerMetric(ErrorRateMetric):
     UNIT = "word"
+    display_name, percent = "word error rate", 100  # 0–1 (more for many insertions)
 
 
 class CerMetric(ErrorRateMetric):
     UNIT = "char"
+    display_name, percent = "character error rate", 100

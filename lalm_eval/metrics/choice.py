@@ -84,6 +84,7 @@ class ChoiceMetric(Metric):
     """
 
     OPTIONS = ("parser", "letters_field", "labels_field", "error_labels", "invalid_label", "other_label")
+    display_name, percent = "accuracy", 100  # 1 / 0 per item
 
     def check_options(self) -> None:  # when the task loads
         name = self.options.get("parser", "first_letter")
@@ -166,6 +167,7 @@ class OptionMetric(Metric):
     """
 
     OPTIONS = ("choices_field",)
+    display_name, percent = "accuracy", 100  # 1 / 0 per item
 
     def compute(self, items: list[ScoreItem]) -> MetricResult:
         field = self.options.get("choices_field", "choices")

@@ -94,6 +94,12 @@ class Metric(abc.ABC):
     #: the aggregation names beside mean/median/corpus that mean the corpus-level value
     #: (``bleu`` for the BLEU metric, as lm-eval names it)
     CORPUS_ALIASES: tuple[str, ...] = ()
+    #: how the report names the metric (its full name, never an abbreviation) and the factor that
+    #: turns its per-sample values into % (None: the report prints them as computed, with a
+    #: footnote saying their scale is unknown). A plain-function metric carries the same two
+    #: attributes on the function.
+    display_name: str | None = None
+    percent: float | None = None
 
     def __init__(self, name: str, options: Mapping, context: ScoringContext):
         unknown = sorted(set(options) - set(self.OPTIONS))

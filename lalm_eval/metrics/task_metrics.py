@@ -41,6 +41,7 @@ class BleuMetric(Metric):
     corpus BLEU of the summed sacrebleu statistics, its CI resampling items."""
 
     CORPUS_LEVEL, CORPUS_ALIASES = True, ("bleu",)
+    display_name, percent = "BLEU", 1  # sacrebleu's sentence BLEU is already 0–100
 
     def compute(self, items: list[ScoreItem]) -> MetricResult:
         from lalm_eval.metrics.bleu import (
@@ -86,6 +87,7 @@ class BertScoreMetric(Metric):
         "comparable_backbones",
         "comparable_with",
     )
+    display_name, percent = "BERTScore F1", 100  # 0–1
 
     def check_options(self) -> None:  # kinds only: the folders are resolved when scoring
         from lalm_eval.metrics.bertscore import check_options
@@ -194,6 +196,7 @@ def _value_store(context):
 
 class RecognitionPresenceMetric(Metric):
     OPTIONS = ("question_field", "names_field")
+    display_name, percent = "presence score by rule", 100  # PALM Table 26 by rule, k/N in 0–1
 
     def compute(self, items: list[ScoreItem]) -> MetricResult:
         from lalm_eval.metrics.recognition import presence_judgments
@@ -216,6 +219,8 @@ class RecognitionPresenceMetric(Metric):
 
 
 class JudgeMetric(Metric):
+    # the judge's score, 0–1 (PALM Tables 25/26: 0 / 0.5 / 1 and k/N; MSU: 0–1)
+    display_name, percent = "LLM-judge score", 100
     OPTIONS = (
         "judge",
         "question_field",

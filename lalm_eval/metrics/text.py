@@ -66,3 +66,8 @@ def token_f1(prediction: str, reference: str) -> float:
         return 0.0
     precision, recall = common / len(pred), common / len(ref)
     return 2 * precision * recall / (precision + recall)
+
+
+# how the report names them and the factor to % (see lalm_eval.metrics.scoring.Metric.display_name)
+exact_match.display_name, exact_match.percent = "exact match", 100
+token_f1.display_name, token_f1.percent = "token F1", 100

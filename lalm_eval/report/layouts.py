@@ -21,9 +21,10 @@ Two kinds of layout:
   ``sample_per`` group first. Percentages are rounded by largest remainder, so that every column
   (every block of a column) sums to exactly 100.00.
 
-Every value prints as a percentage with two decimals (:data:`METRIC_NAMES` holds each harness
-metric's full name and factor to %); a cell without a value prints "—" with the reason in a
-footnote.
+Every value prints as a percentage with two decimals (each registered metric declares its full
+name and factor to %: ``display_name`` and ``percent`` on its class, see
+:class:`lalm_eval.metrics.scoring.Metric`); a cell without a value prints "—" with the reason in a
+footnote, a metric that declares no scale prints as computed with a footnote saying so.
 """
 
 from __future__ import annotations
@@ -32,13 +33,12 @@ import dataclasses
 import math
 import random
 from collections.abc import Iterable, Mapping, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from lalm_eval.errors import ConfigError
+from lalm_eval.errors import ConfigError, UnknownNameError
 from lalm_eval.report.tables import DASH, _markdown, order_key, value
 from lalm_eval.seeding import stable_int
 
@@ -62,19 +62,27 @@ _NODE_KEYS = {"field", "values", "order", "labels", "label", "columns", "metric"
 _PLOT_KEYS = {"name", "kind", "x", "x_values", "x_label", "series", "where"}
 
 
-@lru_cache(maxsize=1)
-def metric_names() -> dict[str, dict]:
-    """{metric: {"name": full name, "percent": factor to %}} from ``metric_names.yaml``."""
-    return yaml.safe_load((Path(__file__).with_name("metric_names.yaml")).read_text(encoding="utf-8"))
+def _registered_metric(metric: str):
+    """The class or function registered as ``metric`` in the METRICS registry (entry-point plug-ins
+    included), or None when no metric of that name is registered or it cannot be imported."""
+    from lalm_eval.metrics.scoring import METRICS
+
+    try:
+        return METRICS.get(metric)
+    except (UnknownNameError, ImportError, AttributeError):
+        return None
 
 
 def metric_name(metric: str) -> str:
-    return (metric_names().get(metric) or {}).get("name", metric)
+    """The metric's full name, as its registered class (or function) declares it
+    (``display_name``); the name itself when it declares none."""
+    return getattr(_registered_metric(metric), "display_name", None) or metric
 
 
 def percent_factor(metric: str) -> float | None:
-    """The factor that turns ``metric``'s values into %; None when the harness does not know it."""
-    return (metric_names().get(metric) or {}).get("percent")
+    """The factor that turns ``metric``'s values into % (its class's ``percent``); None when the
+    registered metric declares none, or no metric of that name is registered."""
+    return getattr(_registered_metric(metric), "percent", None)
 
 
 @dataclasses.dataclass(frozen=True)
