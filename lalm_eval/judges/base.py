@@ -32,7 +32,6 @@ import abc
 import hashlib
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import ClassVar
@@ -40,39 +39,13 @@ from typing import ClassVar
 from lalm_eval.errors import ConfigError
 from lalm_eval.judges.cache import JudgeCache, judge_key
 from lalm_eval.judges.decoding import check_samples, sample_seeds, sample_spread
+from lalm_eval.judges.verdicts import JudgeItem, JudgeResult
 from lalm_eval.llm.ask import ReplyInvalid
 from lalm_eval.llm.base import LLMError, Messages, TextLLM, parse_json_reply
 from lalm_eval.registry import Registry
 
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 _REPLY_SNIPPET = 300  # characters of an invalid reply kept in a failure's detail
-
-
-@dataclass(frozen=True)
-class JudgeItem:
-    """One response to judge. ``context`` carries what a judge's prompt needs beyond the texts
-    (e.g. ``{"target": "Alice", "profile": "..."}`` or ``{"task_id": "t4_mscr_causal_attribution"}``)."""
-
-    question: str
-    reference: str
-    response: str
-    language: str | None = None
-    context: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class JudgeResult:
-    """A verdict. ``score`` is ``None`` when the judge failed (``error`` says why) and, for
-    classifying judges, always (the label is in ``detail``)."""
-
-    score: float | None
-    detail: dict
-    error: str | None = None
-    cached: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
 
 
 @lru_cache(maxsize=1)

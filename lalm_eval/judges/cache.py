@@ -18,13 +18,10 @@ import json
 import math
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from lalm_eval.errors import ConfigError
+from lalm_eval.judges.verdicts import JudgeResult
 from lalm_eval.sqlite_store import SqliteStore
-
-if TYPE_CHECKING:
-    from lalm_eval.judges.base import JudgeResult
 
 KEY_VERSION = 1  # bump when the key's recipe changes, so old entries are never served
 #: the judge-LLM settings that enter a verdict's key (those present in ``llm.settings``)
@@ -77,8 +74,6 @@ class JudgeCache(SqliteStore):
 
     def get_many(self, keys: Iterable[str]) -> dict[str, JudgeResult]:
         """The stored verdicts among ``keys`` (``cached=True``); absent keys are missing."""
-        from lalm_eval.judges.base import JudgeResult
-
         return {
             key: JudgeResult(score=score, detail=json.loads(detail), cached=True)
             for key, score, detail in self._select(keys, ["score", "detail"])
