@@ -17,6 +17,7 @@ import yaml
 from lalm_eval.hub.atomic import stage_report, staged_build
 from lalm_eval.hub.card import feature_rows, front_matter, render_card
 from lalm_eval.hub.export import check_num_proc, export_builders, finish_folder, with_union_config
+from lalm_eval.resources import hub_cards_dir
 from msu_bench.builder import CITATION, FEATURES, TIERS, MsuBench
 from msu_bench.plan import MsuConfig, make_plan
 from msu_bench.taxonomy import load_taxonomy
@@ -158,4 +159,4 @@ def _build(stage, cfg, corpus, corpus_dir, corpus_options, repo_id, llm, mcq_dir
         "plan": plan.stats,
         "seconds": round(time.perf_counter() - t0, 2),
     }
-    return finish_folder(out_dir, render_card("msu.md.j2", context), info, stage=stage)
+    return finish_folder(out_dir, render_card("msu.md.j2", context, templates=hub_cards_dir()), info, stage=stage)

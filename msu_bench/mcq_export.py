@@ -10,6 +10,7 @@ import time
 from lalm_eval.hub.atomic import stage_report, staged_build
 from lalm_eval.hub.card import feature_rows, front_matter, render_card
 from lalm_eval.hub.export import export_builders, finish_folder
+from lalm_eval.resources import hub_cards_dir
 from msu_bench.mcq import check_kept, import_summary, read_mcq_release, release_data
 
 DEFAULT_OUT = "msu-bench-mcq"  # the msu_mcq tasks' dataset_path
@@ -82,4 +83,4 @@ def _build_mcq(stage, mcq_dir, repo_id, languages) -> dict:
         "stats": stats,
         "seconds": round(time.perf_counter() - t0, 2),
     }
-    return finish_folder(out_dir, render_card("msu_mcq.md.j2", context), info, stage=stage)
+    return finish_folder(out_dir, render_card("msu_mcq.md.j2", context, templates=hub_cards_dir()), info, stage=stage)

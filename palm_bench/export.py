@@ -25,6 +25,7 @@ import yaml
 from lalm_eval.hub.atomic import stage_report, staged_build
 from lalm_eval.hub.card import feature_rows, front_matter, render_card
 from lalm_eval.hub.export import check_num_proc, export_builders, finish_folder, with_union_config
+from lalm_eval.resources import hub_cards_dir
 from palm_bench.builder import CITATION, FEATURES, TASKS, PalmBench
 from palm_bench.config import BuildConfig
 from palm_bench.enrollment_builder import CONFIG as ENROLLMENT
@@ -150,7 +151,7 @@ def _build(
     if enrollment_files is not None:
         files[ENROLLMENT] = enrollment_files
     context = _card_context(plan, cfg, files, stats, corpus, repo_id, stage.path)
-    card = render_card("palm.md.j2", {**context, **paper})
+    card = render_card("palm.md.j2", {**context, **paper}, templates=hub_cards_dir())
     info = {
         "config": cfg.to_dict(),
         **paper,

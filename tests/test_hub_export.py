@@ -27,6 +27,7 @@ from lalm_eval.hub import (
     write_card,
     write_split,
 )
+from lalm_eval.resources import hub_cards_dir
 
 SR = 16000
 FEATURES = Features({"audio": Audio(sampling_rate=SR), "id": Value("string"), "n": Value("int32")})
@@ -97,7 +98,7 @@ def exported(tmp_path, configs):
         "default_config": "en",
         "citation": "@misc{tiny, title={Tiny}}",
     }
-    write_card(out, render_card("generic.md.j2", context))
+    write_card(out, render_card("generic.md.j2", context, templates=hub_cards_dir()))
     return out, files
 
 
@@ -203,9 +204,17 @@ def test_validate_card_catches_missing_shard_and_bad_yaml(exported):
 
 def test_render_card_is_strict():
     with pytest.raises(ConfigError, match="title"):
-        render_card("generic.md.j2", {"configs_yaml": "configs: []"})
+        render_card("generic.md.j2", {"configs_yaml": "configs: []"}, templates=hub_cards_dir())
     with pytest.raises(ConfigError, match="not found"):
-        render_card("nope.md.j2", {})
+        render_card("nope.md.j2", {}, templates=hub_cards_dir())
+
+
+def test_render_card_reads_the_folder_the_benchmark_passes(tmp_path):
+    (tmp_path / "own.md.j2").write_text("# {{ title }}\n{% include '_part.md.j2' %}")
+    (tmp_path / "_part.md.j2").write_text("part of {{ title }}\n")
+    assert render_card("own.md.j2", {"title": "Toy"}, templates=tmp_path) == "# Toy\npart of Toy\n"
+    with pytest.raises(ConfigError, match=f"'palm.md.j2' not found in {tmp_path}"):
+        render_card("palm.md.j2", {}, templates=tmp_path)  # the harness's folder is not searched
 
 
 def _forbid_network(monkeypatch):

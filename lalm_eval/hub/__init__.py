@@ -4,7 +4,7 @@ Typical use::
 
     files = export_dataset_dict({"en": dataset_dict_en, "zh": dataset_dict_zh}, out_dir)
     yaml_text = front_matter(files, default_config="en", license="cc-by-4.0")
-    write_card(out_dir, render_card("palm.md.j2", {"configs_yaml": yaml_text, ...}))
+    write_card(out_dir, render_card("palm.md.j2", {"configs_yaml": yaml_text, ...}, templates=hub_cards_dir()))
     check_card(out_dir)
     push_folder(out_dir, "org/name", dry_run=True)
 """

@@ -3,8 +3,9 @@
 A card is the ``README.md`` beside the Parquet shards. Its YAML front matter lists, per config,
 the files of each split (``configs: [{config_name, data_files: [{split, path}]}]``); that list is
 what lets ``load_dataset(folder_or_repo, config)`` find the shards without a loading script.
-Templates live in ``hub_cards/`` (found by :func:`lalm_eval.resources.hub_cards_dir`) and receive
-the front matter already dumped as ``configs_yaml``; they place it between ``---`` lines.
+Templates live in a folder the benchmark passes (``render_card(name, context, templates=folder)``;
+PALM's and MSU's are in ``hub_cards/``, found by :func:`lalm_eval.resources.hub_cards_dir`) and
+receive the front matter already dumped as ``configs_yaml``; they place it between ``---`` lines.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import yaml
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from lalm_eval.errors import ConfigError
-from lalm_eval.resources import hub_cards_dir
 
 CARD_NAME = "README.md"
 _GLOB_CHARS = "*?["
@@ -115,10 +115,15 @@ def feature_rows(features: datasets.Features) -> list[dict]:
     return [{"name": name, "type": describe(feature)} for name, feature in features.items()]
 
 
-def render_card(template_name: str, context: dict) -> str:
-    """Render ``hub_cards/<template_name>`` with ``context``; a missing variable is an error."""
+def render_card(template_name: str, context: dict, *, templates: str | os.PathLike) -> str:
+    """Render ``<templates>/<template_name>`` with ``context``; a missing variable is an error.
+
+    ``templates`` is the benchmark's own folder of card templates (PALM's and MSU's, and the
+    harness's ``generic.md.j2``, are in :func:`lalm_eval.resources.hub_cards_dir`); a template may
+    include others of the same folder.
+    """
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(hub_cards_dir())),
+        loader=jinja2.FileSystemLoader(str(templates)),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
@@ -126,7 +131,7 @@ def render_card(template_name: str, context: dict) -> str:
     try:
         return env.get_template(template_name).render(**context)
     except jinja2.TemplateNotFound as err:
-        raise ConfigError(f"card template {template_name!r} not found in {hub_cards_dir()}") from err
+        raise ConfigError(f"card template {template_name!r} not found in {templates}") from err
     except jinja2.UndefinedError as err:
         raise ConfigError(f"card template {template_name!r}: {err}") from err
 

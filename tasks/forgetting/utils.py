@@ -365,6 +365,7 @@ def _write(folder: Path, corpus: str, split: str, config: dict, rows: list[dict]
 
     from lalm_eval.hub import export_dataset_dict, feature_rows, front_matter, render_card
     from lalm_eval.hub.export import finish_folder
+    from lalm_eval.resources import hub_cards_dir
 
     if not rows:
         raise DataError(config.get("source", corpus), f"{corpus} {split}: no rows to evaluate (skipped: {skipped})")
@@ -392,6 +393,7 @@ def _write(folder: Path, corpus: str, split: str, config: dict, rows: list[dict]
             "default_config": split,
             "citation": "see the source corpus",
         },
+        templates=hub_cards_dir(),
     )
     finish_folder(folder, card, {"config": config, "rows": len(rows), "skipped": skipped})
     if skipped:
