@@ -426,7 +426,7 @@ def prepare(request):
 
 def test_prepare_dataset_keeps_a_local_folder_and_a_hub_id(prepare, tmp_path, monkeypatch):
     name, hook = prepare
-    monkeypatch.setitem(hook.__globals__, "_run_build", lambda *a, **k: pytest.fail("must not build"))
+    monkeypatch.setattr(hook, "build", lambda *a, **k: pytest.fail("must not build"))
     folder = tmp_path / "my-build"
     folder.mkdir()
     cache = tmp_path / "cache"
@@ -447,12 +447,12 @@ def test_prepare_dataset_builds_the_bare_name_once(prepare, tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)  # no `<name>/` folder here
     calls = []
 
-    def fake_build(out, cfg, **kwargs):
+    def fake_build(out, cfg, cache_dir):
         calls.append(out)
         out.mkdir(parents=True)
         (out / "build_info.json").write_text(json.dumps({"config": cfg.to_dict()}))
 
-    monkeypatch.setitem(hook.__globals__, "_run_build", fake_build)
+    monkeypatch.setattr(hook, "build", fake_build)
     cache = tmp_path / "cache"
     expected = cache / "datasets" / f"{name}-small"
     assert hook(name, "all", cache) == str(expected)

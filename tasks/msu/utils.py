@@ -4,7 +4,7 @@
   calls ``process_docs(dataset)`` with the dataset only, so there is one such function per task
   id, made below by a loop (``TASK_IDS`` must match ``msu_bench/taxonomy.yaml``; a test checks).
 - ``prepare_dataset``: builds the embedded conversations' ``small`` preset once when no
-  ``msu-bench/`` folder is at hand.
+  ``msu-bench/`` folder is at hand (:func:`lalm_eval.hub.build_once.prepare_dataset_hook`).
 
 This file is the only place where the harness's side reaches the ``msu_bench`` builder: the
 ``lalm_eval`` package never imports it (docs/ARCHITECTURE.md, "The dependency rule"), and even
@@ -17,13 +17,12 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from lalm_eval.hub.build_once import build_once, jsonable
+from lalm_eval.hub.build_once import prepare_dataset_hook
 
 log = logging.getLogger(__name__)
 
 DATASET_NAME = "msu-bench"  # the tasks' dataset_path, and msu_bench.export.DEFAULT_OUT
 PRESET = "small"
-BUILT_FOLDER = f"{DATASET_NAME}-{PRESET}"  # under <cache_dir>/datasets/
 
 # MSU-Bench's 25 task ids (msu_bench/taxonomy.yaml), in taxonomy order; task msu_<id> keeps <id>'s rows.
 TASK_IDS = (
@@ -83,45 +82,21 @@ for _task_id in TASK_IDS:
 del _task_id
 
 
-def prepare_dataset(dataset_path: str, dataset_name: str | None, cache_dir: str | Path | None) -> str:
-    """What ``datasets.load_dataset`` should open for ``dataset_path``.
-
-    - an existing local folder (e.g. ``msu-bench/`` written by ``msu-bench build``): unchanged; a
-      ``./msu-bench`` that is not a build (no card with configs: empty, or a stray README) is a
-      :class:`~lalm_eval.errors.DataError` saying so and how to fix it;
-    - a Hub id (contains ``/``) or any name other than ``msu-bench``: unchanged;
-    - the bare name ``msu-bench`` with no such folder in the current directory: the embedded
-      conversations' ``small`` preset, built once into ``<cache_dir>/datasets/msu-bench-small``
-      and reused while its ``build_info.json`` records the same config. ``dataset_name`` (the
-      config, ``all``) needs nothing: a build writes every tier and the ``all`` union.
-    """
-    path = str(dataset_path)
-    if path == DATASET_NAME and Path(path).is_dir():  # ./msu-bench: used only when it is a build
-        from lalm_eval.hub.load import require_build
-
-        fix = (
-            f"remove or rename it (the embedded {PRESET!r} build is then used), or build into it: "
-            f"msu-bench build --out {path}"
-        )
-        return str(require_build(path, fix))
-    if path != DATASET_NAME:
-        return path
-    if cache_dir is None:
-        from lalm_eval.errors import ConfigError
-
-        raise ConfigError(
-            f"dataset_path {path!r}: no folder {path!r} in {Path.cwd()} and no cache dir to build "
-            f"the {PRESET!r} preset into; run `msu-bench build` here or pass a cache dir"
-        )
+def _load_config(preset: str):
     from msu_bench.plan import load_preset
 
-    cfg = load_preset(PRESET)
-    out = Path(cache_dir) / "datasets" / BUILT_FOLDER
-    return str(build_once(out, jsonable(cfg.to_dict()), lambda folder: _run_build(folder, cfg)))
+    return load_preset(preset)
 
 
-def _run_build(out: Path, cfg) -> None:
+def _run_build(out: Path, cfg, cache_dir: Path) -> None:
     from msu_bench.export import build
 
     log.warning("building MSU-Bench (%s preset, embedded conversations) into %s; this happens once", PRESET, out)
     build(out, cfg)
+
+
+#: ``./msu-bench`` when it is a build, a Hub id as it is, else the embedded conversations' ``small``
+#: preset built once into ``<cache_dir>/datasets/msu-bench-small`` (every tier and the ``all`` union)
+prepare_dataset = prepare_dataset_hook(
+    DATASET_NAME, PRESET, load_config=_load_config, build=_run_build, build_command="msu-bench build"
+)

@@ -1,6 +1,7 @@
 """Hooks of the PALM-Bench tasks (loaded by path by the task system, never imported as a package).
 
-- ``prepare_dataset``: which folder ``load_dataset`` opens (builds the embedded ``small`` preset once);
+- ``prepare_dataset``: which folder ``load_dataset`` opens (builds the embedded ``small`` preset once;
+  :func:`lalm_eval.hub.build_once.prepare_dataset_hook`);
 - ``attach_enrollment``, ``enroll_messages``, ``enroll_audio``: the in-context enrollment tasks
   (``palm_*_enroll``): reference clips of each queried subject from the dataset's ``enrollment``
   config (train split only), labelled by name, before the test audio.
@@ -15,59 +16,32 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from lalm_eval.hub.build_once import build_once, jsonable
+from lalm_eval.hub.build_once import prepare_dataset_hook
 
 log = logging.getLogger(__name__)
 
 DATASET_NAME = "palm-bench"  # the tasks' dataset_path, and palm_bench.export.DEFAULT_OUT
 PRESET = "small"
-BUILT_FOLDER = f"{DATASET_NAME}-{PRESET}"  # under <cache_dir>/datasets/
 
 
-def prepare_dataset(dataset_path: str, dataset_name: str | None, cache_dir: str | Path | None) -> str:
-    """What ``datasets.load_dataset`` should open for ``dataset_path``.
-
-    - an existing local folder (e.g. ``palm-bench/`` written by ``palm-bench build``): unchanged; a
-      ``./palm-bench`` that is not a build (no card with configs: empty, or a stray README) is a
-      :class:`~lalm_eval.errors.DataError` saying so and how to fix it;
-    - a Hub id (contains ``/``) or any name other than ``palm-bench``: unchanged;
-    - the bare name ``palm-bench`` with no such folder in the current directory: the embedded
-      corpus's ``small`` preset, built once into ``<cache_dir>/datasets/palm-bench-small``
-      (minutes on a CPU) and reused while its ``build_info.json`` records the same config.
-      ``dataset_name`` (the task config) needs nothing: a build writes every config.
-    """
-    path = str(dataset_path)
-    if path == DATASET_NAME and Path(path).is_dir():  # ./palm-bench: used only when it is a build
-        from lalm_eval.hub.load import require_build
-
-        fix = (
-            f"remove or rename it (the embedded {PRESET!r} build is then used), or build into it: "
-            f"palm-bench build --out {path}"
-        )
-        return str(require_build(path, fix))
-    if path != DATASET_NAME:
-        return path
-    if cache_dir is None:
-        from lalm_eval.errors import ConfigError
-
-        raise ConfigError(
-            f"dataset_path {path!r}: no folder {path!r} in {Path.cwd()} and no cache dir to build "
-            f"the {PRESET!r} preset into; run `palm-bench build` here or pass a cache dir"
-        )
+def _load_config(preset: str):
     from palm_bench.config import load_preset
 
-    cfg = load_preset(PRESET)  # its to_dict() has `enrollment: true`: builds made before that config are rebuilt
-    out = Path(cache_dir) / "datasets" / BUILT_FOLDER
-    return str(
-        build_once(out, jsonable(cfg.to_dict()), lambda folder: _run_build(folder, cfg, work_dir=Path(cache_dir)))
-    )
+    return load_preset(preset)  # its to_dict() has `enrollment: true`: builds made before that config are rebuilt
 
 
-def _run_build(out: Path, cfg, work_dir: Path) -> None:
+def _run_build(out: Path, cfg, cache_dir: Path) -> None:
     from palm_bench.export import build
 
     log.warning("building PALM-Bench (%s preset, embedded corpus) into %s; this happens once", PRESET, out)
-    build(out, cfg, work_dir=work_dir)
+    build(out, cfg, work_dir=cache_dir)
+
+
+#: ``./palm-bench`` when it is a build, a Hub id as it is, else the embedded corpus's ``small``
+#: preset built once into ``<cache_dir>/datasets/palm-bench-small`` (minutes on a CPU)
+prepare_dataset = prepare_dataset_hook(
+    DATASET_NAME, PRESET, load_config=_load_config, build=_run_build, build_command="palm-bench build"
+)
 
 
 # -- in-context enrollment (palm_*_enroll) ---------------------------------------------------------
