@@ -136,3 +136,52 @@ def test_every_benchmark_task_declares_a_report_the_task_folders_define():
     assert declared and all(declared.values()), [n for n, r in declared.items() if not r]
     for report in set(declared.values()):
         index.report(report)  # raises for a name no layout file declares
+
+
+# ---------------------------------------------------------------------------------------------
+# No import circle in lalm_eval, at module level or through the lazy imports inside functions
+# (tests/import_graph.py reads the source); nothing but the entry point imports the lalm-eval CLI:
+# the adapter builder and the flag checks live in lalm_eval.models.build and lalm_eval.flags.
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["module_level", "with_function_imports"])
+def test_lalm_eval_has_no_import_circle(lazy):
+    from tests.import_graph import circles, import_graph
+
+    found = circles(import_graph(ROOT, "lalm_eval", lazy=lazy))
+    assert not found, "import circles: " + "; ".join(" -> ".join(c) for c in found)
+
+
+def test_circle_checker_finds_module_level_and_lazy_circles(tmp_path):
+    from tests.import_graph import circles, import_graph
+
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("from pkg.sub.b import B\n")
+    (pkg / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import c\n")
+    (pkg / "sub" / "b.py").write_text("from . import c\nB = 1\n")
+    (pkg / "sub" / "c.py").write_text("def f():\n    from ..sub.b import B\n    return B\n")
+    (pkg / "c.py").write_text("import pkg.a\n")
+    assert circles(import_graph(tmp_path, "pkg")) == []  # TYPE_CHECKING imports do not run
+    assert circles(import_graph(tmp_path, "pkg", lazy=True)) == [["pkg.sub.b", "pkg.sub.c", "pkg.sub.b"]]
+    (pkg / "a.py").write_text("import pkg.c\n")
+    assert circles(import_graph(tmp_path, "pkg")) == [["pkg.a", "pkg.c", "pkg.a"]]
+
+
+def test_only_the_entry_point_imports_the_lalm_eval_cli():
+    from tests.import_graph import importers_of
+
+    folders = ["lalm_eval", "palm_bench", "msu_bench", "tasks", "bench"]
+    assert importers_of(ROOT, folders, "lalm_eval.cli", allowed={"lalm_eval/cli.py"}) == []
+
+
+def test_cli_importer_check_finds_every_spelling(tmp_path):
+    from tests.import_graph import importers_of
+
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "x.py").write_text(
+        "from lalm_eval import cli\nimport lalm_eval.cli_support\n"
+        "def f():\n    from lalm_eval.cli import build_adapter\n    import lalm_eval.cli as c\n"
+    )
+    assert importers_of(tmp_path, ["m"], "lalm_eval.cli") == ["m/x.py:1", "m/x.py:4", "m/x.py:5"]

@@ -76,14 +76,6 @@ TEXT_LLMS.register("openai", "lalm_eval.llm.openai_http:OpenAIChatLLM")
 TEXT_LLMS.register("hf", "lalm_eval.llm.transformers_lm:TransformersChatLLM")
 
 
-def get_text_llm(name: str, **kwargs: Any) -> TextLLM:
-    """Build the backend registered as ``name`` with ``kwargs``, each option checked first by
-    kind and range (:mod:`lalm_eval.llm.options`); a None value stands for the default."""
-    from lalm_eval.llm.options import build_text_llm
-
-    return build_text_llm(name, kwargs)
-
-
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\r?\n(.*?)```", re.DOTALL)
 
 #: the tag pairs reasoning models wrap their traces in: ``<think>`` (Qwen3, Qwen3-Omni-Thinking,

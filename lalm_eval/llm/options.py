@@ -309,6 +309,12 @@ def build_text_llm(backend: str, options: dict, flag: str | None = None, example
         ) from None
 
 
+def get_text_llm(name: str, **kwargs: Any):
+    """Build the backend registered as ``name`` with ``kwargs``, each option checked first by
+    kind and range (:func:`build_text_llm`); a None value stands for the default."""
+    return build_text_llm(name, kwargs)
+
+
 def check_backend_name(backend: str, backend_flag: str = "--llm") -> None:
     """An :class:`UnknownNameError` starting with ``backend_flag`` (the registered names and the close
     ones) unless ``backend`` is a registered text LLM; nothing is built or imported."""
@@ -334,6 +340,7 @@ __all__ = [
     "check_backend_name",
     "check_options",
     "check_value",
+    "get_text_llm",
     "is_hub_id",
     "model_folder_problem",
     "read_items",
