@@ -7,7 +7,8 @@ annotation or the measured timing, never invented.
 
 Turns without text (an RTTM segment no transcript line matched) count for timing and speakers
 only: they are never quoted, never an answer, and a transcription reference is built from the
-turns with text (not asked when a speaker has none).
+turns with text (not asked when a speaker has none). The wording of questions and answers is not
+here: it is in ``templates.yaml``, applied by the generators of :mod:`msu_bench.qa.tasks`.
 """
 
 from __future__ import annotations
@@ -112,12 +113,8 @@ class Facts:
                 runs.append((vq, t))
         return runs if any(vq != "normal" for vq, _ in runs) else []
 
-    def transcript(self) -> str | None:
-        """``{spk_1: ...; spk_2: ...}`` from the turns with text; ``None`` when a speaker has none."""
-        parts = []
-        for i, spk in enumerate(self.names, start=1):
-            texts = [t.text.strip() for t in self.said(spk)]
-            if not texts:
-                return None
-            parts.append(f"spk_{i}: " + (" " if self.lang == "en" else "").join(texts))
-        return "{" + "; ".join(parts) + "}"
+    def texts_by_speaker(self) -> list[list[str]] | None:
+        """Each speaker's turn texts (stripped), speakers in label order; ``None`` when a speaker
+        has no text (a transcription reference is then not asked)."""
+        texts = [[t.text.strip() for t in self.said(spk)] for spk in self.names]
+        return texts if all(texts) else None

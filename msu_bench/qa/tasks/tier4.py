@@ -10,9 +10,13 @@ from msu_bench.qa.tasks.registry import Candidate, Wording, generator
 @generator("t4_mst_dialogue_transcription")
 def speaker_attributed_transcript(facts: Facts, wording: Wording) -> list[Candidate]:
     """The whole segment transcribed speaker by speaker (not asked when a speaker has no text)."""
-    transcript = facts.transcript()
-    if transcript is None:
+    texts = facts.texts_by_speaker()
+    if texts is None:
         return []
+    speakers = [
+        wording.part("speaker_turns", n=n, text=wording.join("turn_sep", turns)) for n, turns in enumerate(texts, 1)
+    ]
+    transcript = wording.join("speaker_sep", speakers)
     untranscribed = sum(not turn.text.strip() for turn in facts.turns)
     evidence = {
         "format": wording.text["evidence_format"],
