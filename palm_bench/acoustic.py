@@ -59,6 +59,7 @@ import numpy as np
 import yaml
 
 from lalm_eval.errors import AudioError, ConfigError
+from lalm_eval.templating import jinja_env
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 THRESHOLDS_FILE = TEMPLATES_DIR / "acoustic_thresholds.yaml"
@@ -469,20 +470,6 @@ def description_context(meas: VoiceMeasurements, language: str, thresholds: dict
     }
 
 
-@lru_cache(maxsize=1)
-def _environment():
-    import jinja2
-
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=False,
-    )
-
-
 def describe_voice(meas: VoiceMeasurements, language: str) -> str:
     """The acoustic description in ``language`` (``en`` or ``zh``), one paragraph.
 
@@ -495,7 +482,7 @@ def describe_voice(meas: VoiceMeasurements, language: str) -> str:
     joiner = _language_spec(language, thresholds)["joiner"]
     name = f"acoustic_description.{language}.j2"
     try:
-        template = _environment().get_template(name)
+        template = jinja_env(TEMPLATES_DIR).get_template(name)
     except jinja2.TemplateNotFound:
         raise ConfigError(f"{TEMPLATES_DIR / name}: template not found") from None
     text = template.render(**description_context(meas, language, thresholds))

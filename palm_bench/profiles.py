@@ -12,12 +12,12 @@ raises :class:`DataError` naming the speaker. Record ``llm.settings`` beside the
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
 from lalm_eval.errors import ConfigError, DataError
 from lalm_eval.llm import TextLLM
 from lalm_eval.llm.ask import ReplyInvalid, ask_json
+from lalm_eval.templating import jinja_env
 from palm_bench.acoustic import VoiceMeasurements, description_context
 from palm_bench.corpus.embedded import INTEREST_FIELDS, PROFILE_FIELDS
 from palm_bench.corpus.types import Speaker
@@ -27,26 +27,13 @@ TEXT_FIELDS = ("occupation", "personality", "speaking_style", "intro")
 MAX_HD_CHARS = 1500
 
 
-@lru_cache(maxsize=1)
-def _environment():
-    import jinja2
-
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(PROMPTS_DIR)),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-
-
 def _prompt(kind: str, language: str, context: dict):
     """The rendered prompt module: ``str(module)`` is the prompt, ``module.retry(error)`` the retry."""
     import jinja2
 
     name = f"{kind}.{language}.j2"
     try:
-        return _environment().get_template(name).make_module(context)
+        return jinja_env(PROMPTS_DIR).get_template(name).make_module(context)
     except jinja2.TemplateNotFound:
         raise ConfigError(f"{PROMPTS_DIR / name}: prompt template not found (language {language!r})") from None
 

@@ -10,32 +10,19 @@ counted, never asked.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
 from lalm_eval.llm import TextLLM
 from lalm_eval.llm.ask import ReplyInvalid, ask_json
+from lalm_eval.templating import jinja_env
 from msu_bench.qa.generate import QAItem
 from msu_bench.taxonomy import load_taxonomy
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"
 
 
-@lru_cache(maxsize=1)
-def _env():
-    import jinja2
-
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(PROMPTS)),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
-
-
 def _prompt(kind: str, language: str, **context):
-    return _env().get_template(f"{kind}.{language}.j2").make_module(context)
+    return jinja_env(PROMPTS).get_template(f"{kind}.{language}.j2").make_module(context)
 
 
 def _validate_pair(obj) -> dict:
