@@ -58,9 +58,6 @@ BENCHMARK_FIELDS = {"n_speakers", "negative_stratum", "queried", "tier", "capabi
 BENCHMARK_NAME = re.compile(r"palm|msu", re.I)
 #: module (or folder) → why it may name a benchmark
 ALLOWED = {
-    "lalm_eval/judges/palm.py": "the PALM judges (Tables 25/26 prompts), selected by name from task YAML",
-    "lalm_eval/judges/msu.py": "the MSU judge and error-type classifier (Table 7), selected by name",
-    "lalm_eval/judges/base.py": "the judge registry's entries for those judges and the paper's judge preset",
     "lalm_eval/metrics/hf_evaluate/": "the same paper metric as a local `evaluate` module",
     "lalm_eval/report/forgetting.py": "its heading cites PALM Table 4; the table is of any task declaring "
     "metadata.table: forgetting",

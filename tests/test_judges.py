@@ -21,12 +21,11 @@ from lalm_eval.judges import (
     make_judge,
     parse_judge_spec,
 )
-from lalm_eval.judges.base import PROMPTS_DIR
 from lalm_eval.judges.cache import judge_key
-from lalm_eval.judges.msu import ERROR_TYPES, MsuErrorTypeJudge, MsuJudge
-from lalm_eval.judges.palm import PalmCaptioningJudge, PalmReasoningJudge, PalmRecognitionJudge
 from lalm_eval.llm.base import LLMError, TextLLM
 from lalm_eval.llm.openai_http import OpenAIChatLLM
+from msu_bench.judges import ERROR_TYPES, MsuErrorTypeJudge, MsuJudge
+from palm_bench.judges import PalmCaptioningJudge, PalmReasoningJudge, PalmRecognitionJudge
 from tests.papers import MSU_TITLE, PALM_TITLE, has_paper, paper_text
 
 
@@ -105,7 +104,7 @@ def test_palm_prompt_key_sentences_and_item():
     rec = PalmRecognitionJudge(ScriptedLLM(verdict)).render(item(1))
     assert "• N=3 → score {1, 0.6, 0.3, 0}." in rec
     assert "• ground_truth: “Bob blesses the other person 1.”" in rec and "• response: “resp-1”" in rec
-    for path in PROMPTS_DIR.glob("*.j2"):
+    for path in sorted({p for n in JUDGES.names() for p in JUDGES.get(n).templates_dir().glob("*.j2")}):
         head = path.read_text(encoding="utf-8").lstrip()
         assert head.startswith("{#") and "Source:" in head.split("#}")[0], path.name
 
@@ -172,7 +171,9 @@ def test_valid_replies_give_scores_in_order_with_settings():
     assert s["judge"] == "palm_captioning" and s["model"] == "judge-model" and s["prompt_version"] == "1"
     import hashlib
 
-    assert s["prompt_sha256"] == hashlib.sha256((PROMPTS_DIR / "palm_captioning.j2").read_bytes()).hexdigest()
+    template = PalmCaptioningJudge.templates_dir() / "palm_captioning.j2"
+    assert s["prompt_sha256"] == hashlib.sha256(template.read_bytes()).hexdigest()
+    assert s["prompt_sha256"].startswith("0e080a6dd63e8bdc")  # the template's bytes, as results recorded them
     assert judge.last_stats == {"items": 3, "cached": 0, "asked": 3, "llm_calls": 3, "retried": 0, "failed": 0}
 
 

@@ -327,7 +327,7 @@ def test_largest_remainder_sums_exactly():
 
 
 def test_error_type_layouts_list_the_classifiers_labels(index):
-    from lalm_eval.judges.msu import ERROR_TYPES
+    from msu_bench.judges import ERROR_TYPES
 
     for name in ("msu_table4", "msu_table6"):
         assert sorted(index.layout(name).spec["values"]) == sorted(ERROR_TYPES)

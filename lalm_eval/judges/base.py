@@ -1,6 +1,7 @@
 """The LLM-judge contract: items in, one verdict per item out, in order, cache in front.
 
-A :class:`Judge` renders one Jinja2 prompt per :class:`JudgeItem` (``prompts/<name>.j2``,
+A :class:`Judge` renders one Jinja2 prompt per :class:`JudgeItem` (its ``template`` in
+:meth:`Judge.templates_dir`, the ``prompts/`` folder beside the module defining the judge class;
 StrictUndefined), asks a :class:`~lalm_eval.llm.base.TextLLM` in chunks, and parses every reply
 strictly: one JSON object with the judge's keys and values in the rubric's range. An invalid
 reply is asked again once (the same chat plus the invalid reply and the template's ``retry``
@@ -31,8 +32,8 @@ from __future__ import annotations
 import abc
 import hashlib
 import math
+import sys
 from collections.abc import Iterable
-from functools import lru_cache
 from pathlib import Path
 from typing import ClassVar
 
@@ -43,22 +44,10 @@ from lalm_eval.judges.verdicts import JudgeItem, JudgeResult
 from lalm_eval.llm.ask import ReplyInvalid
 from lalm_eval.llm.base import LLMError, Messages, TextLLM, parse_json_reply
 from lalm_eval.registry import Registry
+from lalm_eval.templating import jinja_env
 
-PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
+TEMPLATES_FOLDER = "prompts"  # a judge's templates: this folder beside the module defining its class
 _REPLY_SNIPPET = 300  # characters of an invalid reply kept in a failure's detail
-
-
-@lru_cache(maxsize=1)
-def _env():
-    import jinja2
-
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(PROMPTS_DIR)),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
 
 
 class Judge(abc.ABC):
@@ -66,7 +55,9 @@ class Judge(abc.ABC):
 
     name: ClassVar[str]
     prompt_version: ClassVar[str]
-    template: ClassVar[str]  # file name in prompts/
+    template: ClassVar[str]  # file name in templates_dir()
+    #: the folder of the judge's templates; None: ``prompts/`` beside the module defining the class
+    templates_folder: ClassVar[Path | None] = None
     required_context: ClassVar[tuple[str, ...]] = ()
     numeric: ClassVar[bool] = True
 
@@ -109,9 +100,17 @@ class Judge(abc.ABC):
 
     # ---- prompts ----------------------------------------------------------------------------
 
+    @classmethod
+    def templates_dir(cls) -> Path:
+        """Where the judge's templates are: :attr:`templates_folder`, else the ``prompts/`` folder
+        beside the module that defines the class (a plug-in judge ships its own)."""
+        if cls.templates_folder is not None:
+            return Path(cls.templates_folder)
+        return Path(sys.modules[cls.__module__].__file__).resolve().parent / TEMPLATES_FOLDER
+
     @property
     def prompt_sha256(self) -> str:
-        return hashlib.sha256((PROMPTS_DIR / self.template).read_bytes()).hexdigest()
+        return hashlib.sha256((self.templates_dir() / self.template).read_bytes()).hexdigest()
 
     @property
     def settings(self) -> dict:
@@ -137,7 +136,7 @@ class Judge(abc.ABC):
             raise ConfigError(f"judge {self.name}: item context lacks {missing} (question {item.question[:80]!r})")
         try:
             return (
-                _env()
+                jinja_env(self.templates_dir())
                 .get_template(self.template)
                 .make_module(
                     {
@@ -347,9 +346,6 @@ def choice(reply: dict, key: str, options: tuple[str, ...]) -> str:
     return value
 
 
+#: the judges by name; every one comes from the entry-point group ``lalm_eval.judges`` (the PALM
+#: and MSU judges from palm_bench.judges and msu_bench.judges, registered in pyproject.toml)
 JUDGES = Registry("judge", entry_point_group="lalm_eval.judges")
-JUDGES.register("palm_captioning", "lalm_eval.judges.palm:PalmCaptioningJudge")
-JUDGES.register("palm_recognition", "lalm_eval.judges.palm:PalmRecognitionJudge")
-JUDGES.register("palm_reasoning", "lalm_eval.judges.palm:PalmReasoningJudge")
-JUDGES.register("msu", "lalm_eval.judges.msu:MsuJudge")
-JUDGES.register("msu_error_type", "lalm_eval.judges.msu:MsuErrorTypeJudge")

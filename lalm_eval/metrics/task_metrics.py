@@ -218,6 +218,13 @@ class RecognitionPresenceMetric(Metric):
         return MetricResult(values, errors, details=details)
 
 
+def _check_judge_name(judges, name: str) -> None:
+    """An unknown judge name is the registry's error (did-you-mean); a known one is not imported
+    yet (its benchmark's package loads when the judge first runs, not when the task loads)."""
+    if name not in judges:
+        judges.get(name)
+
+
 class JudgeMetric(Metric):
     # the judge's score, 0–1 (PALM Tables 25/26: 0 / 0.5 / 1 and k/N; MSU: 0–1)
     display_name, percent = "LLM-judge score", 100
@@ -239,10 +246,10 @@ class JudgeMetric(Metric):
 
         if not self.options.get("judge"):
             raise ConfigError("metric llm_judge needs the option 'judge' (a lalm_eval.judges name)")
-        JUDGES.get(self.options["judge"])
+        _check_judge_name(JUDGES, self.options["judge"])
         below = self.options.get("classify_below")
         if self.options.get("classify_failures"):
-            JUDGES.get(self.options["classify_failures"])
+            _check_judge_name(JUDGES, self.options["classify_failures"])
             # the threshold is the task's choice, named in the report (no paper states one): never a hidden default
             if below is None:
                 raise ConfigError(

@@ -6,6 +6,9 @@ Scale: MSU-Bench reports scores in [0, 1] (Table 3: e.g. Gemini-2.5-Pro averages
 judge's ``overall`` — and :class:`MsuJudge`'s score — lies in [0, 1]. The three dimensions are
 whole numbers 0–5 kept in ``detail``; ``overall`` starts from the mean sub-question score and may
 only be lowered by the dimensions, which the parser checks.
+
+Registered in the harness's ``JUDGES`` through the entry-point group ``lalm_eval.judges``
+(pyproject.toml); their templates are ``prompts/*.j2`` beside this module.
 """
 
 from __future__ import annotations

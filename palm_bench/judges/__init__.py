@@ -1,5 +1,9 @@
 """PALM-Bench judges: captioning and recognition (the paper's Tables 25 and 26, verbatim) and
-personalized reasoning (our rubric, the same 0 / 0.5 / 1 scale as captioning)."""
+personalized reasoning (our rubric, the same 0 / 0.5 / 1 scale as captioning).
+
+Registered in the harness's ``JUDGES`` through the entry-point group ``lalm_eval.judges``
+(pyproject.toml); their templates are ``prompts/*.j2`` beside this module
+(:meth:`lalm_eval.judges.base.Judge.templates_dir`)."""
 
 from __future__ import annotations
 
