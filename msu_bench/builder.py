@@ -12,8 +12,8 @@ import json
 import datasets
 import numpy as np
 
-from lalm_eval.audio.io import TARGET_SR, encode_audio, read_audio_span
-from lalm_eval.hub.builder import BenchBuilder, BenchBuilderConfig
+from lalm_eval.audio.io import TARGET_SR, read_audio_span
+from lalm_eval.hub.builder import BenchBuilder, BenchBuilderConfig, Rendered, UnitAudio
 from msu_bench.fields import segment_fields
 from msu_bench.plan import MsuConfig, MsuPlan, make_plan
 from msu_bench.taxonomy import load_taxonomy
@@ -79,45 +79,41 @@ class MsuBench(BenchBuilder):
             self.config.build or MsuConfig(), self.config.corpus, self.config.corpus_dir, self.config.corpus_options
         )
 
-    def _split_generators(self, dl_manager):
-        # the segments with a question of these tiers, as a list of positions in plan.segments:
-        # `download_and_prepare(num_proc=N)` writes N contiguous runs of it, in order
-        taxonomy, plan = load_taxonomy(), self.plan
-        segments = [
-            i
-            for i, seg in enumerate(plan.segments)
-            if any(taxonomy.task(q.task_id).tier in self.config.tiers for q in plan.questions[seg.id])
-        ]
-        return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs={"segments": segments})]
+    def audio_format(self) -> str:
+        return self.plan.config.audio_format
 
-    def _generate_examples(self, segments):
-        taxonomy, plan, index = load_taxonomy(), self.plan, 0
-        for seg in (plan.segments[i] for i in segments):
-            items = [q for q in plan.questions[seg.id] if taxonomy.task(q.task_id).tier in self.config.tiers]
-            audio = {
-                "bytes": encode_audio(segment_audio(seg), TARGET_SR, plan.config.audio_format),
-                "path": f"{seg.id}.{plan.config.audio_format}",
+    def units(self, split: str) -> list[int]:
+        # the segments with a question of these tiers, as positions in plan.segments
+        plan = self.plan
+        return [i for i, seg in enumerate(plan.segments) if self._questions(seg)]
+
+    def render(self, unit: int) -> Rendered:
+        seg = self.plan.segments[unit]
+        return Rendered(segment_audio(seg), seg.id)
+
+    def rows(self, unit: int, audio: UnitAudio):
+        taxonomy, seg = load_taxonomy(), self.plan.segments[unit]
+        common = segment_fields(seg)
+        for j, q in enumerate(self._questions(seg)):
+            task = taxonomy.task(q.task_id)
+            yield {
+                **common,
+                "id": f"{seg.id}-q{j:02d}",
+                "audio": audio.audio,
+                "tier": task.tier,
+                "capability": task.capability,
+                "task_id": task.id,
+                "task_name": task.name,
+                "question": q.question,
+                "answer": q.answer,
+                "inference_prompt": task.inference_prompt(seg.language),
+                "evidence": json.dumps(q.evidence, ensure_ascii=False, sort_keys=True),
             }
-            common = segment_fields(seg)
-            for j, q in enumerate(items):
-                task = taxonomy.task(q.task_id)
-                yield (
-                    datasets.builder.Key(0, index),
-                    {
-                        **common,
-                        "id": f"{seg.id}-q{j:02d}",
-                        "audio": audio,
-                        "tier": task.tier,
-                        "capability": task.capability,
-                        "task_id": task.id,
-                        "task_name": task.name,
-                        "question": q.question,
-                        "answer": q.answer,
-                        "inference_prompt": task.inference_prompt(seg.language),
-                        "evidence": json.dumps(q.evidence, ensure_ascii=False, sort_keys=True),
-                    },
-                )
-                index += 1
+
+    def _questions(self, seg) -> list:
+        """The segment's planned questions of this config's tiers."""
+        taxonomy = load_taxonomy()
+        return [q for q in self.plan.questions[seg.id] if taxonomy.task(q.task_id).tier in self.config.tiers]
 
 
 def segment_audio(seg) -> np.ndarray:

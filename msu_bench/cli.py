@@ -22,11 +22,12 @@ def _build(args) -> int:
         return _build_mcq(args)
     args.corpus = args.corpus or "embedded"
     args.out = args.out or "msu-bench"
-    if args.mcq_dir:  # the release beside a corpus: an import that keeps nothing stops before the planning
-        from msu_bench.mcq import check_kept
-        from msu_bench.mcq_export import mcq_summary
+    mcq_report = None
+    if args.mcq_dir:  # the release beside a corpus, read once: an import that keeps nothing stops before the planning
+        from msu_bench.mcq import check_kept, import_summary, read_mcq_release
 
-        check_kept(mcq_summary(args.mcq_dir), args.mcq_dir)
+        mcq_report = read_mcq_release(args.mcq_dir)
+        check_kept(import_summary(mcq_report), args.mcq_dir)
     with staged_build(args.out, "--out"):  # --out checked, its stage opened before anything is imported or read
         from msu_bench.export import build
         from msu_bench.plan import load_preset
@@ -41,6 +42,7 @@ def _build(args) -> int:
             repo_id=args.repo_id,
             llm=llm_from_args(args),
             mcq_dir=args.mcq_dir,
+            mcq_report=mcq_report,
             num_proc=args.num_proc,
         )
     st = info["stats"]

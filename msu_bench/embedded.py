@@ -9,15 +9,17 @@ audio file is missing is kept without audio and counted as a skip (``audio missi
 from __future__ import annotations
 
 import dataclasses
+import logging
 from functools import lru_cache
 from pathlib import Path
 
 from lalm_eval.errors import DataError
-from lalm_eval.hub.readers import Skip
+from lalm_eval.hub.readers import SkipLog
 from lalm_eval.jsonl import iter_jsonl
 from msu_bench.render import CONVERSATIONS_DIR
 from msu_bench.types import Conversation, ReadReport, SpeakerInfo, Turn
 
+log = logging.getLogger(__name__)
 DATA_DIR = CONVERSATIONS_DIR / "data"
 REQUIRED = ("id", "language", "speakers", "turns", "audio", "duration")
 SPEAKER_FIELDS = ("gender", "age_group", "accent", "role", "social_role", "region", "expression", "culture")
@@ -102,7 +104,7 @@ def read_manifest(path: Path) -> ReadReport:
             "manifest not found; render one with tools/render_conversations.py, or leave out --corpus-dir "
             "to use the packaged conversations",
         )
-    conversations, skips = [], []
+    conversations, skips = [], SkipLog(log, logging.DEBUG)  # listed in the report, not logged
     for lineno, rec in iter_jsonl(path, REQUIRED):
         try:
             conv = _conversation(rec, path.parent, f"{path}:{lineno}")
@@ -116,10 +118,10 @@ def read_manifest(path: Path) -> ReadReport:
                 line=lineno,
             ) from None
         if not conv.audio.is_file():
-            skips.append(Skip(f"{path}:{lineno}", f"audio missing ({rec['audio']})"))
+            skips.add(f"{path}:{lineno}", f"audio missing ({rec['audio']})")
             conv = dataclasses.replace(conv, audio=None)
         conversations.append(conv)
-    return ReadReport(conversations, skips=skips)
+    return ReadReport(conversations, skips=skips.items)
 
 
 @lru_cache(maxsize=1)

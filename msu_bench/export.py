@@ -74,25 +74,31 @@ def build(
     llm=None,
     mcq_dir: str | None = None,
     num_proc: int | None = None,
+    mcq_report=None,
 ) -> dict:
     """Build and export; ``llm`` (a TextLLM) asks the tasks the annotation cannot answer;
-    ``mcq_dir`` (a local copy of the authors' public release) adds the ``mcq`` config;
+    ``mcq_dir`` (a local copy of the authors' public release) adds the ``mcq`` config (``mcq_report``:
+    that release as :func:`msu_bench.mcq.read_mcq_release` read it, when the caller did; else read here, once);
     ``num_proc`` writes each tier's rows in that many processes (same shards for any value).
     ``out_dir`` is checked before any work (a :class:`~lalm_eval.errors.ConfigError` naming
     ``--out``); the returned info's ``folder`` says what was replaced, kept and cleaned up."""
     check_num_proc(num_proc)  # before planning
     with staged_build(out_dir) as stage:  # --out checked, leftovers of interrupted builds cleaned up
-        info = _build(stage, cfg, corpus, corpus_dir, corpus_options, repo_id, llm, mcq_dir, num_proc)
+        info = _build(stage, cfg, corpus, corpus_dir, corpus_options, repo_id, llm, mcq_dir, num_proc, mcq_report)
     info["folder"] = stage_report(stage)
     return info
 
 
-def _build(stage, cfg, corpus, corpus_dir, corpus_options, repo_id, llm, mcq_dir, num_proc) -> dict:
+def _build(stage, cfg, corpus, corpus_dir, corpus_options, repo_id, llm, mcq_dir, num_proc, mcq_report) -> dict:
     from lalm_eval.audio.io import require_codec
 
     require_codec()  # before planning: the export encodes every clip through torchcodec
     out_dir, t0 = stage.path, time.perf_counter()
     plan = make_plan(cfg, corpus, corpus_dir, corpus_options, llm=llm)
+    if mcq_dir and mcq_report is None:
+        from msu_bench.mcq import read_mcq_release
+
+        mcq_report = read_mcq_release(mcq_dir)
     taxonomy = load_taxonomy()
     asked_tiers = {taxonomy.task(q.task_id).tier for qs in plan.questions.values() for q in qs}
 
@@ -100,7 +106,7 @@ def _build(stage, cfg, corpus, corpus_dir, corpus_options, repo_id, llm, mcq_dir
         if tier == "mcq":
             from msu_bench.mcq_builder import MsuMcq
 
-            return MsuMcq(config_name="mcq", data_dir=mcq_dir, cache_dir=cache_dir)
+            return MsuMcq(config_name="mcq", data_dir=mcq_dir, cache_dir=cache_dir, plan=mcq_report)
         return MsuBench(
             config_name=tier,
             cache_dir=cache_dir,
@@ -124,9 +130,10 @@ def _build(stage, cfg, corpus, corpus_dir, corpus_options, repo_id, llm, mcq_dir
     )
     mcq_context = {}
     if mcq_dir:  # what the release import kept and skipped, and why: build_info.json and the card
-        from msu_bench.mcq_export import card_context, mcq_summary
+        from msu_bench.mcq import import_summary
+        from msu_bench.mcq_export import card_context
 
-        stats["mcq_import"] = mcq_summary(mcq_dir)
+        stats["mcq_import"] = import_summary(mcq_report)
         mcq_context = card_context(stats["mcq_import"])
     context = {
         "configs_yaml": front_matter(

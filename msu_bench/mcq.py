@@ -13,7 +13,7 @@ answer letter (kept, ``label_issue`` says why), ``reverse_*`` questions (kept, `
 tasks leave them out of the score by default), unknown schemes (``scheme: unknown_index``).
 What cannot be asked as the authors ask it (no question text, not four options, an answer that is
 not a letter A-D, a speaker reference or times that cut no clip from the audio, a file whose task
-is unknown) is skipped and listed (``McqReport.skipped``: file, question index, reason), and the
+is unknown) is skipped and listed (``McqReport.skips``: file, question index, reason), and the
 counts go to ``build_info.json`` and the dataset card (:func:`import_summary`).
 
 A question repeated inside one task file (the same question text, options, ``question_type`` and
@@ -37,15 +37,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import logging
 import re
 from collections import Counter
 from pathlib import Path
-from typing import NamedTuple
 
 import yaml
 
 from lalm_eval.errors import ConfigError, DataError
+from lalm_eval.hub.readers import ReaderResult, SkipLog
 
+log = logging.getLogger(__name__)
 RELEASE_YAML = Path(__file__).with_name("mcq_release.yaml")
 LANGUAGES = {"cn": "zh", "en": "en"}  # release folder code -> language tag
 LETTERS = ["A", "B", "C", "D"]
@@ -129,17 +131,14 @@ def scheme_of(question_type: str) -> tuple[str, bool]:
     return data["unknown_scheme"], False
 
 
-class Skip(NamedTuple):
-    file: str  # task JSON, relative to the release root
-    question: int | None  # index in the file's question list; None when the whole file was skipped
-    reason: str  # "<kind>: <detail>"
-    questions: int | None = 1  # questions lost (a whole file: its question count; None: could not be counted)
-
-
 @dataclasses.dataclass
-class McqReport:
+class McqReport(ReaderResult):
+    """The release as read: the question ``records`` kept, the ``skips`` (each a
+    :class:`~lalm_eval.hub.readers.Skip`: ``item`` the task JSON relative to the release root,
+    ``within`` the question's index in its list or None for the whole file, ``lost`` the questions
+    lost, None when they could not be counted), the wavs found by search, and the task files read."""
+
     records: list[dict] = dataclasses.field(default_factory=list)
-    skipped: list[Skip] = dataclasses.field(default_factory=list)
     audio_found_by_search: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (task JSON, wav)
     files: dict = dataclasses.field(default_factory=dict)  # (lang, scenario, seg_id, level, task) -> task JSON read
 
@@ -147,14 +146,14 @@ class McqReport:
         """Questions lost per skip kind (a skipped file counts its questions; a file whose questions
         could not be counted is in :meth:`uncounted_files`, not here)."""
         out: Counter = Counter()
-        for s in self.skipped:
-            if s.questions is not None:
-                out[s.reason.split(":")[0]] += s.questions
+        for s in self.skips:
+            if s.lost is not None:
+                out[s.reason.split(":")[0]] += s.lost
         return out
 
     def uncounted_files(self) -> Counter:
         """Skipped files whose questions could not be counted, per skip kind."""
-        return Counter(s.reason.split(":")[0] for s in self.skipped if s.questions is None)
+        return Counter(s.reason.split(":")[0] for s in self.skips if s.lost is None)
 
 
 class _Bad(Exception):  # a question fails validation; the message is the skip reason
@@ -342,19 +341,18 @@ def read_mcq_release(root, languages=("cn", "en")) -> McqReport:
     if set(languages) - set(LANGUAGES):
         raise ConfigError(f"release languages {list(languages)}: not among {sorted(LANGUAGES)}; use some of them")
     _check_layout(root)
-    report, wavs = McqReport(), {}
+    report, wavs, skips = McqReport(), {}, SkipLog(log, logging.DEBUG)  # skips: summed up by the import's summary
     for code in languages:
         qa_root = next((p for p in (root / f"bench_{code}" / f"QA_{code}", root / f"QA_{code}") if p.is_dir()), None)
         task_files = sorted(qa_root.glob("*/QA_*/*/level[0-9]/*.json")) if qa_root else []
         for path in task_files:
-            _read_file(root, path, code, wavs, report)
+            _read_file(root, path, code, wavs, report, skips)
         placed = set(task_files)
         for path in sorted(qa_root.rglob("*.json")) if qa_root else []:
             if path not in placed:
-                report.skipped.append(
-                    Skip(path.relative_to(root).as_posix(), None, f"misplaced: not at {LAYOUT}", None)
-                )
-    if not report.files and not report.skipped:
+                skips.add(path.relative_to(root).as_posix(), f"misplaced: not at {LAYOUT}", lost=None)
+    report.skips = skips.items
+    if not report.files and not report.skips:
         raise DataError(root, f"no task JSON at {LAYOUT} (nor the Hub layout {HUB_LAYOUT}); check --mcq-dir")
     return report
 
@@ -375,13 +373,13 @@ def _questions(data) -> tuple[dict, list | None, str | None]:
     return meta or {}, items, None if items else f"no questions: {key!r} holds no question"
 
 
-def _read_file(root: Path, path: Path, code: str, wavs: dict, report: McqReport) -> None:
+def _read_file(root: Path, path: Path, code: str, wavs: dict, report: McqReport, skips: SkipLog) -> None:
     scenario, length, seg_id, level_dir = path.parts[-5:-1]
     rel, task = path.relative_to(root).as_posix(), task_code(path.stem)
     try:
         data = json.loads(path.read_bytes())  # UTF-8/16/32, with or without a byte-order mark
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return report.skipped.append(Skip(rel, None, f"unreadable JSON: {exc}", None))
+        return skips.add(rel, f"unreadable JSON: {exc}", lost=None)
     meta, questions, problem = _questions(data)
     key = (code, scenario, seg_id, level_dir, task)
     audio, searched = _find_audio(
@@ -405,7 +403,7 @@ def _read_file(root: Path, path: Path, code: str, wavs: dict, report: McqReport)
         else None
     )
     if reason:
-        return report.skipped.append(Skip(rel, None, reason, None if questions is None else len(questions)))
+        return skips.add(rel, reason, lost=None if questions is None else len(questions))
     report.files[key] = rel
     audio_rel = audio.relative_to(root).as_posix() if audio.is_relative_to(root) else str(audio)
     report.audio_found_by_search += [(rel, audio_rel)] if searched else []  # not where the layout puts it
@@ -415,7 +413,7 @@ def _read_file(root: Path, path: Path, code: str, wavs: dict, report: McqReport)
         try:
             fields = _question(q, meta, level, lang, duration)
         except _Bad as exc:
-            report.skipped.append(Skip(rel, i, str(exc)))
+            skips.add(rel, str(exc), within=i)
             continue
         qid = f"{lang}/{scenario}/{seg_id}/level{level}/{task}/{i}"
         same = (
@@ -428,10 +426,10 @@ def _read_file(root: Path, path: Path, code: str, wavs: dict, report: McqReport)
         if same in seen:
             first, answer = seen[same]
             differs = f" (its answer {fields['answer']} differs from {answer})" if fields["answer"] != answer else ""
-            report.skipped.append(
-                Skip(
-                    rel, i, f"duplicate question: duplicate of {first}: same question, options and audio parts{differs}"
-                )
+            skips.add(
+                rel,
+                f"duplicate question: duplicate of {first}: same question, options and audio parts{differs}",
+                within=i,
             )
             continue
         seen[same] = (qid, fields["answer"])
@@ -459,19 +457,18 @@ def import_summary(report: McqReport) -> dict:
     ``questions_kept + questions_skipped == questions_read``; files whose questions could not be
     counted are ``files_uncounted`` (by kind: ``uncounted_files_by_reason``), never a silent 0."""
     recs = report.records
-    skipped = sum(s.questions for s in report.skipped if s.questions is not None)
+    skipped = sum(s.lost for s in report.skips if s.lost is not None)
     return {
         "task_files_read": len(report.files),
         "questions_read": len(recs) + skipped,
         "questions_kept": len(recs),
         "questions_skipped": skipped,
-        "files_skipped": sum(s.question is None for s in report.skipped),
-        "files_uncounted": sum(s.questions is None for s in report.skipped),
+        "files_skipped": sum(s.within is None for s in report.skips),
+        "files_uncounted": sum(s.lost is None for s in report.skips),
         "skipped_by_reason": dict(sorted(report.skip_reasons().items())),
         "uncounted_files_by_reason": dict(sorted(report.uncounted_files().items())),
         "skips": [
-            {"file": s.file, "question": s.question, "reason": s.reason, "questions": s.questions}
-            for s in report.skipped
+            {"file": s.item, "question": s.within, "reason": s.reason, "questions": s.lost} for s in report.skips
         ],
         "reverse_questions": sum(r["reverse"] for r in recs),
         "scored_by_default": sum(not r["reverse"] for r in recs),

@@ -10,8 +10,10 @@ of a ``no_index`` question (both clips of a verification pair, or the target's f
 each with its text label and its audio cut from the source wav by its times (a ranged read of
 those frames only, then 16 kHz mono FLAC); ``audio`` is the whole conversation (decoded and encoded
 once per source wav, shared by that wav's consecutive rows), sent when ``full_audio`` is true,
-after ``full_audio_label``. Skipped files and questions are kept in ``builder.report``
-(:func:`msu_bench.mcq.import_summary` puts them in ``build_info.json`` and the card).
+after ``full_audio_label``. The plan is the release read once (:func:`msu_bench.mcq.read_mcq_release`,
+an :class:`~msu_bench.mcq.McqReport`): the export reads it, hands it to the builder (``plan=``) and
+puts its skipped files and questions in ``build_info.json`` and the card
+(:func:`msu_bench.mcq.import_summary`).
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from pathlib import Path
 import datasets
 import numpy as np
 
-from lalm_eval.audio.io import TARGET_SR, encode_audio, read_audio, read_audio_span
+from lalm_eval.audio.io import TARGET_SR, read_audio, read_audio_span
 from lalm_eval.errors import ConfigError
+from lalm_eval.hub.builder import BenchBuilder, Rendered, UnitAudio
 from msu_bench.mcq import McqReport, check_kept, import_summary, read_mcq_release
 
 log = logging.getLogger(__name__)
@@ -93,13 +96,16 @@ class MsuMcqConfig(datasets.BuilderConfig):
     languages: tuple[str, ...] = ("cn", "en")  # release folders bench_cn / bench_en
 
 
-class MsuMcq(datasets.GeneratorBasedBuilder):
+class MsuMcq(BenchBuilder):
+    """``MsuMcq(config_name="mcq", data_dir=..., cache_dir=..., plan=report)`` writes the questions
+    of ``report`` (the :class:`~msu_bench.mcq.McqReport` of the release under ``data_dir``, read
+    once by the caller); without ``plan`` it reads the release on first use of :attr:`plan`."""
+
     BUILDER_CONFIG_CLASS = MsuMcqConfig
     BUILDER_CONFIGS = [MsuMcqConfig(name="mcq", description="MSU-Benchmark public release, multiple choice")]
     DEFAULT_CONFIG_NAME = "mcq"
     DEFAULT_WRITER_BATCH_SIZE = 16  # rows carry whole conversations
-
-    report: McqReport | None = None
+    PREFETCH = 2  # whole conversations: few ahead of the writer
 
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(
@@ -110,52 +116,55 @@ class MsuMcq(datasets.GeneratorBasedBuilder):
             license="see the release's licence (cc-by-nc-4.0 on the Hub)",
         )
 
-    def _split_generators(self, dl_manager):
+    def make_plan(self) -> McqReport:
         data_dir = self.config.data_dir
         if not data_dir or not Path(data_dir).is_dir():
             raise ConfigError(f"MsuMcq needs data_dir=<local copy of the MSU-Benchmark release>, got {data_dir!r}")
-        # read here, where an error reaches the caller as it is (datasets wraps the generator's)
-        self.report = read_mcq_release(data_dir, tuple(self.config.languages))
-        check_kept(import_summary(self.report), data_dir)
-        return [
-            datasets.SplitGenerator(
-                name=datasets.Split.TEST, gen_kwargs={"data_dir": data_dir, "languages": tuple(self.config.languages)}
-            )
-        ]
+        return read_mcq_release(data_dir, tuple(self.config.languages))
 
-    def _generate_examples(self, data_dir, languages):
-        report = self.report if self.report is not None else read_mcq_release(data_dir, languages)
-        self.report = report
-        if report.skipped:
-            log.warning(
-                "MSU-Benchmark: %d question(s) skipped (see build_info.json): %s%s",
-                sum(s.questions for s in report.skipped if s.questions is not None),
-                dict(report.skip_reasons()),
-                "".join(f"; {n} file(s) {k}, questions not counted" for k, n in report.uncounted_files().items()),
-            )
-        for json_file, wav in report.audio_found_by_search:
-            log.warning(
-                "%s: source audio not at bench_<lang>/source_audio/<scenario>/; found by search: %s", json_file, wav
-            )
-        path, audio, duration = None, None, 0.0
-        for index, record in enumerate(report.records):
-            source = Path(data_dir) / record["audio_path"]
-            if record["audio_path"] != path:
-                path = record["audio_path"]
-                samples, _ = read_audio(source, TARGET_SR)
-                audio = {"bytes": encode_audio(samples, TARGET_SR, "flac"), "path": f"{source.stem}.flac"}
-                duration = len(samples) / TARGET_SR
-            clips = [
-                {
-                    **c,
-                    "audio": {
-                        "bytes": encode_audio(cut(source, c["start"], c["end"]), TARGET_SR, "flac"),
-                        "path": f"{source.stem}_{c['start']:.2f}-{c['end']:.2f}.flac",
-                    },
-                }
-                for c in record["clips"]
-            ]
-            yield datasets.builder.Key(0, index), {**record, "clips": clips, "audio": audio, "duration": duration}
+    def units(self, split: str) -> list[tuple[int, int]]:
+        """Runs ``(start, stop)`` of consecutive records with the same source wav, whose whole audio
+        is decoded and encoded once and shared by the run's rows."""
+        report = self.plan
+        check_kept(import_summary(report), self.config.data_dir)  # an import that keeps nothing stops here
+        _log_what_was_left(report)
+        runs, start = [], 0
+        for i, record in enumerate(report.records):
+            if i and record["audio_path"] != report.records[i - 1]["audio_path"]:
+                runs.append((start, i))
+                start = i
+        return runs + [(start, len(report.records))] if report.records else runs
+
+    def render(self, unit: tuple[int, int]) -> Rendered:
+        """The source wav, and each record's clips cut from it (encoded here, in the prefetch threads)."""
+        records = self.plan.records[unit[0] : unit[1]]
+        source = Path(self.config.data_dir) / records[0]["audio_path"]
+        samples, _ = read_audio(source, TARGET_SR)
+        return Rendered(samples, source.stem, extra=[[self._clip(source, c) for c in r["clips"]] for r in records])
+
+    def _clip(self, source: Path, clip: dict) -> dict:
+        """A question's clip with its audio: cut from ``source`` by its times, encoded."""
+        stem = f"{source.stem}_{clip['start']:.2f}-{clip['end']:.2f}"
+        return {**clip, "audio": self.encode(cut(source, clip["start"], clip["end"]), stem)}
+
+    def rows(self, unit: tuple[int, int], audio: UnitAudio):
+        for record, clips in zip(self.plan.records[unit[0] : unit[1]], audio.extra, strict=True):
+            yield {**record, "clips": clips, "audio": audio.audio, "duration": audio.duration}
+
+
+def _log_what_was_left(report: McqReport) -> None:
+    """The import's skips (counted by reason) and the wavs found by search, as warnings."""
+    if report.skips:
+        log.warning(
+            "MSU-Benchmark: %d question(s) skipped (see build_info.json): %s%s",
+            sum(s.lost for s in report.skips if s.lost is not None),
+            dict(report.skip_reasons()),
+            "".join(f"; {n} file(s) {k}, questions not counted" for k, n in report.uncounted_files().items()),
+        )
+    for json_file, wav in report.audio_found_by_search:
+        log.warning(
+            "%s: source audio not at bench_<lang>/source_audio/<scenario>/; found by search: %s", json_file, wav
+        )
 
 
 CITATION = """@inproceedings{sun2026msubench,

@@ -16,11 +16,6 @@ from msu_bench.mcq import check_kept, import_summary, read_mcq_release, release_
 DEFAULT_OUT = "msu-bench-mcq"  # the msu_mcq tasks' dataset_path
 
 
-def mcq_summary(mcq_dir, languages=("cn", "en")) -> dict:
-    """:func:`msu_bench.mcq.import_summary` of the release (reads the JSON files, no audio)."""
-    return import_summary(read_mcq_release(mcq_dir, languages))
-
-
 def card_context(summary: dict) -> dict:
     """What ``hub_cards/_msu_mcq_import.md.j2`` needs."""
     data = release_data()
@@ -45,19 +40,18 @@ def _build_mcq(stage, mcq_dir, repo_id, languages) -> dict:
     from msu_bench.mcq_builder import CITATION, FEATURES, MsuMcq
 
     out_dir, t0 = stage.path, time.perf_counter()
-    summary = mcq_summary(mcq_dir, languages)
+    report = read_mcq_release(mcq_dir, languages)  # read once: the builder writes this report's records
+    summary = import_summary(report)
     check_kept(summary, mcq_dir)  # before any audio is read
     files, n = export_builders(
         lambda name, cache: MsuMcq(
-            config_name=name, data_dir=str(mcq_dir), cache_dir=cache, languages=tuple(languages)
+            config_name=name, data_dir=str(mcq_dir), cache_dir=cache, languages=tuple(languages), plan=report
         ),
         ["mcq"],
         out_dir,
         lambda built: len(built["mcq"]["test"]),
         work_dir=out_dir,
     )
-    if n != summary["questions_kept"]:  # the builder re-reads the release: it must agree with the summary
-        raise RuntimeError(f"MSU release import: {n} rows written, {summary['questions_kept']} expected")
     stats = {"mcq_questions": n, "mcq_import": summary}
     context = {
         "configs_yaml": front_matter(

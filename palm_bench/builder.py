@@ -24,11 +24,11 @@ from pathlib import Path
 
 import datasets
 
-from lalm_eval.audio.io import TARGET_SR, encode_audio
-from lalm_eval.hub.builder import BenchBuilder, BenchBuilderConfig
+from lalm_eval.audio.io import TARGET_SR
+from lalm_eval.hub.builder import BenchBuilder, BenchBuilderConfig, Rendered, UnitAudio
 from palm_bench.config import BuildConfig
 from palm_bench.plan import BuildPlan, make_plan
-from palm_bench.prefetch import prefetched
+from palm_bench.samples import AudioPlan
 from palm_bench.scenes import compose
 from palm_bench.splits import SPLITS
 
@@ -122,6 +122,8 @@ class PalmBench(BenchBuilder):
     ]
     DEFAULT_CONFIG_NAME = "recognition"
     DEFAULT_WRITER_BATCH_SIZE = 64
+    SPLITS = SPLITS
+    OPTIONAL_SPLITS = ("validation",)
 
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(
@@ -134,40 +136,26 @@ class PalmBench(BenchBuilder):
     def make_plan(self) -> BuildPlan:
         return plan_for(self.config)
 
-    def _split_generators(self, dl_manager):
-        # the planned audios of each split as a list: `download_and_prepare(num_proc=N)` writes N
-        # contiguous runs of it in N processes, in order (same rows, same order for any N)
+    def audio_format(self) -> str:
+        return self.plan.config.audio_format
+
+    def units(self, split: str) -> list[tuple[str, int]]:
         # train and test always; validation when planned and this config has audios in it
-        plan = self.plan
-        chosen = {
-            split: [i for i, a in enumerate(plan.audios.get(split, [])) if a.task in self.config.tasks]
-            for split in SPLITS
-        }
-        return [
-            datasets.SplitGenerator(name=datasets.Split(split), gen_kwargs={"split": split, "audios": chosen[split]})
-            for split in SPLITS
-            if split != "validation" or chosen[split]
-        ]
+        audios = self.plan.audios.get(split, [])
+        return [(split, i) for i, a in enumerate(audios) if a.task in self.config.tasks]
 
-    def _generate_examples(self, split, audios):
-        plan = self.plan
-        cfg = plan.config
-        index = 0
+    def render(self, unit: tuple[str, int]) -> Rendered:
+        audio_plan = self._audio_plan(unit)
+        mix, spans = compose(audio_plan, self.plan.config.silence_s)
+        return Rendered(mix, audio_plan.key, extra=spans)
 
-        def render(audio_plan) -> tuple[dict, list, float]:
-            mix, spans = compose(audio_plan, cfg.silence_s)
-            audio = {
-                "bytes": encode_audio(mix, TARGET_SR, cfg.audio_format),
-                "path": f"{audio_plan.key}.{cfg.audio_format}",
-            }
-            return audio, spans, len(mix) / TARGET_SR
+    def rows(self, unit: tuple[str, int], audio: UnitAudio):
+        for row in self.plan.rows(self._audio_plan(unit), audio.extra, audio.duration):
+            yield {**row, "audio": audio.audio}
 
-        todo = [plan.audios[split][i] for i in audios]
-        # rendered by a few threads ahead of the writer (compose is a pure function of the plan)
-        for audio_plan, (audio, spans, duration) in prefetched(render, todo, window=8):
-            for row in plan.rows(audio_plan, spans, duration):
-                yield datasets.builder.Key(0, index), {**row, "audio": audio}
-                index += 1
+    def _audio_plan(self, unit: tuple[str, int]) -> AudioPlan:
+        split, i = unit
+        return self.plan.audios[split][i]
 
 
 CITATION = """@article{wang2026palmbench,

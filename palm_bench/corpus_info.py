@@ -102,7 +102,7 @@ def corpus_statistics(
         "eer_by_language": {},
     }
     skips = getattr(corpus, "skips", [])
-    stats["skipped"] = [{"file": _relative(f, corpus.root), "reason": r} for f, r in skips]
+    stats["skipped"] = [{"file": _relative(s.item, corpus.root), "reason": s.reason} for s in skips]
     names_from: dict[str, list[str]] = {}
     for s in corpus.subjects():
         if s.name_from:

@@ -23,17 +23,15 @@ from collections.abc import Iterable
 
 import datasets
 
-from lalm_eval.audio.io import TARGET_SR, encode_audio
+from lalm_eval.audio.io import TARGET_SR
 from lalm_eval.errors import DataError
-from lalm_eval.hub.builder import BenchBuilder
+from lalm_eval.hub.builder import BenchBuilder, Rendered, UnitAudio
 from palm_bench.builder import CITATION, PalmBenchConfig, plan_for
 from palm_bench.corpus.types import Utterance
 from palm_bench.plan import BuildPlan
-from palm_bench.prefetch import prefetched
 
 CONFIG = "enrollment"
 SPLIT = "train"
-PREFETCH = 32  # clips decoded and encoded ahead of the writer
 FEATURES = datasets.Features(
     {
         "subject_id": datasets.Value("string"),
@@ -90,6 +88,9 @@ class PalmEnrollment(BenchBuilder):
     ]
     DEFAULT_CONFIG_NAME = CONFIG
     DEFAULT_WRITER_BATCH_SIZE = 64
+    SPLITS = (SPLIT,)
+    PREFETCH = 32  # clips decoded and encoded ahead of the writer
+    _enrollment: list[tuple[str, Utterance]] | None = None  # enrollment_clips(self.plan), once
 
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(
@@ -102,38 +103,36 @@ class PalmEnrollment(BenchBuilder):
     def make_plan(self) -> BuildPlan:
         return plan_for(self.config)
 
-    def _split_generators(self, dl_manager):
+    def audio_format(self) -> str:
+        return self.plan.config.audio_format
+
+    def units(self, split: str) -> list[int]:
+        # positions in enrollment_clips(plan); the test split never holds one (checked here)
         plan = self.plan
-        clips = enrollment_clips(plan)
+        clips = self._clips()
         check_no_leak(
             (c.id for _, c in clips), ([c.id for c in a.clips] for a in plan.audios.get("test", [])), plan.corpus.root
         )
-        # positions in enrollment_clips(plan) as a list: num_proc > 1 writes contiguous runs of it
-        return [datasets.SplitGenerator(name=datasets.Split.TRAIN, gen_kwargs={"clips": list(range(len(clips)))})]
+        return list(range(len(clips)))
 
-    def _generate_examples(self, clips):
-        plan = self.plan
-        every = enrollment_clips(plan)
-        clips = [every[i] for i in clips]
-        fmt = plan.config.audio_format
+    def render(self, unit: int) -> Rendered:
+        # decoding dominates: a few threads decode and encode ahead of the writer (PREFETCH)
+        clip = self._clips()[unit][1]
+        return Rendered(clip.load_audio(), clip.id)
 
-        def encoded(clip: Utterance) -> tuple[bytes, float]:
-            audio = clip.load_audio()
-            return encode_audio(audio, TARGET_SR, fmt), round(len(audio) / TARGET_SR, 3)
+    def rows(self, unit: int, audio: UnitAudio):
+        name, clip = self._clips()[unit]
+        yield {
+            "subject_id": clip.speaker,
+            "name": name,
+            "language": clip.language,
+            "clip_id": clip.id,
+            "audio": audio.audio,
+            "duration": round(audio.duration, 3),
+            "transcript": clip.text,
+        }
 
-        # decoding dominates: a few threads decode and encode ahead of the writer, rows stay in order
-        for index, ((name, clip), (data, duration)) in enumerate(
-            prefetched(lambda item: encoded(item[1]), clips, window=PREFETCH)
-        ):
-            yield (
-                datasets.builder.Key(0, index),
-                {
-                    "subject_id": clip.speaker,
-                    "name": name,
-                    "language": clip.language,
-                    "clip_id": clip.id,
-                    "audio": {"bytes": data, "path": f"{clip.id}.{fmt}"},
-                    "duration": duration,
-                    "transcript": clip.text,
-                },
-            )
+    def _clips(self) -> list[tuple[str, Utterance]]:
+        if self._enrollment is None:
+            self._enrollment = enrollment_clips(self.plan)
+        return self._enrollment

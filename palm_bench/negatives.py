@@ -16,9 +16,9 @@ import numpy as np
 
 from lalm_eval.audio.speaker import SpeakerEncoder
 from lalm_eval.errors import ConfigError
+from lalm_eval.hub.prefetch import map_ordered
 from palm_bench.config import STRATA
 from palm_bench.corpus.types import Corpus, Utterance
-from palm_bench.prefetch import map_ordered
 
 
 @dataclasses.dataclass(frozen=True)

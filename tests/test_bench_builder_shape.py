@@ -77,7 +77,7 @@ def test_skip_log_keeps_items_and_reasons_and_logs_them(caplog):
 
 
 def test_msu_readers_record_skip_objects(tmp_path):
-    skipped: list = []
+    skipped = SkipLog()
     conv = make_conversation(
         "c1",
         source="rttm",
@@ -86,10 +86,10 @@ def test_msu_readers_record_skip_objects(tmp_path):
         audio=tmp_path / "missing.wav",
         turns=[("A", 0.0, 1.0, "hi")],
         speakers={},
-        skipped=skipped,
+        skips=skipped,
     )
     assert conv is not None and conv.audio is None
-    assert skipped == [Skip(str(tmp_path / "c1.rttm"), "audio missing")] and isinstance(skipped[0], Skip)
+    assert skipped.items == [Skip(str(tmp_path / "c1.rttm"), "audio missing")] and isinstance(skipped.items[0], Skip)
 
 
 @pytest.mark.parametrize(
@@ -131,10 +131,10 @@ def test_split_generators_list_their_work_so_datasets_can_shard_it(tmp_path):
     plan = make_plan(load_preset("small"))
     builder = MsuBench(config_name="all", cache_dir=str(tmp_path), plan=plan)
     (gen,) = builder._split_generators(None)
-    assert gen.gen_kwargs["segments"] == list(range(len(plan.segments)))
+    assert gen.gen_kwargs["units"] == list(range(len(plan.segments)))
     assert _number_of_shards_in_gen_kwargs(gen.gen_kwargs) == len(plan.segments)
     halves = _split_gen_kwargs(gen.gen_kwargs, max_num_jobs=2)
-    assert len(halves) == 2 and [i for h in halves for i in h["segments"]] == gen.gen_kwargs["segments"]
+    assert len(halves) == 2 and [i for h in halves for i in h["units"]] == gen.gen_kwargs["units"]
 
 
 @pytest.mark.parametrize("bad", [0, -2, 1.5, True])

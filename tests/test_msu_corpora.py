@@ -172,9 +172,9 @@ def test_chime6_dev_session_times_tags_and_skips(chime6):
     assert conv.audio.name == "S02_U02.CH1.wav"  # the most frequent reference array
     # 1:02:03.50 lies past the 3 s audio: dropped and counted, not kept as speech the audio lacks
     *bad_times, late = report.skips
-    assert len(bad_times) == 2 and all("start" in r and ">= end" in r for _, r in bad_times)
+    assert len(bad_times) == 2 and all("start" in s.reason and ">= end" in s.reason for s in bad_times)
     assert late[0].endswith("S02.json:segment 5") and "starts after the end of the audio" in late[1]
-    assert all(f.startswith(str(chime6 / "transcriptions/dev/S02.json")) for f, _ in report.skips)
+    assert all(f.startswith(str(chime6 / "transcriptions/dev/S02.json")) for f, *_ in report.skips)
 
 
 def test_chime6_close_talk_and_chime5_times(chime6):
@@ -226,7 +226,7 @@ def test_magicdata_reads_turns_and_drops_noise_marks(tmp_path):
     assert conv.speakers["G00000140"].gender == "female" and conv.speakers["G00000141"].gender == "male"
     assert conv.speakers["G00000140"].region == "Sichuan" and conv.speakers["G00000141"].accent == "普通话"
     assert conv.duration == pytest.approx(2.5)
-    assert [f.rsplit(":", 1)[1] for f, _ in report.skips] == ["6", "7"]  # noise lines not counted
+    assert [f.rsplit(":", 1)[1] for f, *_ in report.skips] == ["6", "7"]  # noise lines not counted
 
 
 # --- RTTM -------------------------------------------------------------------------------------
@@ -271,7 +271,7 @@ def test_rttm_matches_transcript_turns_by_speaker_and_overlap(tmp_path):
     assert clip.source == "film" and clip.duration == pytest.approx(4.0) and clip.meta["untranscribed"] == 1
     assert [t.text for t in film2.turns] == ["", "longest overlap wins"] and film2.audio is None
     assert report.n_untranscribed == 2  # clip's bob 3.7-3.9 and film2's first A segment
-    reasons = sorted(r for _, r in report.skips)
+    reasons = sorted(s.reason for s in report.skips)
     assert len(reasons) == 3 and reasons[0] == "audio missing"
     assert "bad SPEAKER line" in reasons[1] and "overlaps no RTTM segment" in reasons[2]
 
@@ -332,7 +332,7 @@ def test_rttm_partial_label_mismatch_is_a_counted_skip_naming_the_label(tmp_path
     report = prepare_rttm(calls, language="en")
     n_b = sum(spk == "B" for spk, *_ in CALL_TURNS)
     assert report.n_skipped == n_b and report.n_untranscribed == n_b
-    assert all("speaker 'Bob' is not an RTTM label (A, B; see speaker_map)" in r for _, r in report.skips)
+    assert all("speaker 'Bob' is not an RTTM label (A, B; see speaker_map)" in s.reason for s in report.skips)
 
 
 def test_rttm_language_and_speaker_map_errors(tmp_path):

@@ -42,7 +42,7 @@ def test_kept_and_skipped_counts_with_reasons(report):
         "no question": 1,
         "unknown task": 2,
     }
-    skips = {(s.file.rsplit("/", 1)[-1], s.question): s.reason for s in report.skipped}
+    skips = {(s.item.rsplit("/", 1)[-1], s.within): s.reason for s in report.skips}
     assert skips[("说话人识别能力-未知任务.json", None)].startswith("unknown task")
     assert "'E'" in skips[("多说话人上下文推理能力-多说话人情感交互.json", 2)]
     assert "spk_c[0]" in skips[("说话人识别能力-说话人计数任务.json", 1)]
@@ -185,7 +185,7 @@ def test_each_validation_outcome(tmp_path, change, kind):
     doc["qa_result"][1].update(change)
     path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
     report = read_mcq_release(root)
-    extra = [s.reason.split(":")[0] for s in report.skipped if s.file.endswith("说话人验证任务.json")]
+    extra = [s.reason.split(":")[0] for s in report.skips if s.item.endswith("说话人验证任务.json")]
     assert extra == ([kind] if kind else [])
     assert len(report.records) == 16 - (kind is not None)
 
@@ -196,7 +196,7 @@ def test_times_beyond_the_audio_are_skipped(tmp_path):
     doc = json.loads(path.read_text(encoding="utf-8"))
     doc["result"][0]["speaker_meta"]["spk_a"][0]["end_time"] = 9.5  # the wav is 3 s
     path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
-    reasons = [s.reason for s in read_mcq_release(root).skipped if s.file == path.relative_to(root).as_posix()]
+    reasons = [s.reason for s in read_mcq_release(root).skips if s.item == path.relative_to(root).as_posix()]
     assert reasons[0].startswith("bad segment times") and "3.00 s" in reasons[0]
 
 
@@ -222,13 +222,20 @@ def _decode(audio):
     return data
 
 
-def test_built_rows_carry_the_clips_cut_from_the_source(release, tmp_path):
+def test_built_rows_carry_the_clips_cut_from_the_source(release, tmp_path, monkeypatch):
     import datasets
 
+    import msu_bench.mcq_builder
+    import msu_bench.mcq_export
     from msu_bench.mcq_export import build_mcq
 
+    reads = []
+    spy = lambda *a: reads.append(a) or read_mcq_release(*a)  # noqa: E731
+    monkeypatch.setattr(msu_bench.mcq_export, "read_mcq_release", spy)
+    monkeypatch.setattr(msu_bench.mcq_builder, "read_mcq_release", spy)
     out = tmp_path / "msu-bench-mcq"
     info = build_mcq(out, release)
+    assert len(reads) == 1  # the release is read once: the builder writes that report's records
     imp = info["stats"]["mcq_import"]
     assert (imp["questions_kept"], imp["questions_skipped"], imp["files_skipped"]) == (16, 7, 1)
     assert (imp["reverse_questions"], imp["scored_by_default"], imp["label_issues"], imp["unknown_index"]) == (

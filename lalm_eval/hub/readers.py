@@ -3,7 +3,8 @@
 - :class:`Skip` / :class:`ReaderResult`: what every corpus reader returns besides its data: the
   items it skipped, each with the item (a file, ``file:line``, or an id) and the reason. Counts
   are derived from the list (:attr:`ReaderResult.n_skipped`, :func:`skip_records`).
-- :class:`SkipLog`: collects (and logs) skips while a reader runs.
+- :class:`SkipLog`: collects (and logs) skips while a reader runs: every reader of every
+  benchmark (PALM's corpus readers, MSU's corpora, the MSU release import) uses it.
 - :func:`read_corpus`: dispatch a corpus kind through the benchmark's reader
   :class:`~lalm_eval.registry.Registry` (``reader(corpus_dir, **options) -> ReaderResult``).
   The options (``--corpus-option KEY=VALUE``) are checked against the reader's signature first:
@@ -36,10 +37,16 @@ logger = logging.getLogger(__name__)
 
 
 class Skip(NamedTuple):
-    """One item a reader could not use: ``item`` (a file, ``file:line`` or an id) and why."""
+    """One item a reader could not use: ``item`` (a file, ``file:line`` or an id) and why.
+
+    Where a reader counts entries inside its items (the MSU release's questions in a task file):
+    ``within`` is the skipped entry's index in ``item`` (None: ``item`` as a whole), ``lost`` how
+    many entries the skip loses (a whole file: its entries; None: they could not be counted)."""
 
     item: str
     reason: str
+    within: int | None = None
+    lost: int | None = 1
 
 
 @dataclasses.dataclass
@@ -54,15 +61,24 @@ class ReaderResult:
 
 
 class SkipLog:
-    """Collects skips while a reader runs; each is logged (WARNING) with its item and reason."""
+    """Collects skips while a reader runs (``items``, in order); each is logged with its item and
+    reason at ``level`` (WARNING unless the reader reports its skips otherwise, e.g. in a summary)."""
 
-    def __init__(self, log: logging.Logger = logger):
+    def __init__(self, log: logging.Logger = logger, level: int = logging.WARNING):
         self.items: list[Skip] = []
         self._log = log
+        self._level = level
 
-    def add(self, item, reason: str) -> None:
-        self.items.append(Skip(str(item), reason))
-        self._log.warning("skipped %s: %s", item, reason)
+    def add(self, item, reason: str, *, within: int | None = None, lost: int | None = 1, level: int | None = None):
+        """Record (and log) one skip; ``level`` overrides the log's level for this one."""
+        self.items.append(Skip(str(item), reason, within, lost))
+        self._log.log(self._level if level is None else level, "skipped %s: %s", item, reason)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self):
+        return iter(self.items)
 
 
 def skip_records(skips: list[Skip], relative=str) -> list[dict]:

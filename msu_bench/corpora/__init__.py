@@ -46,7 +46,7 @@ from pathlib import Path
 import soundfile as sf
 
 from lalm_eval.errors import ConfigError, DataError
-from lalm_eval.hub.readers import Skip, require_corpus_dir
+from lalm_eval.hub.readers import Skip, SkipLog, require_corpus_dir
 from lalm_eval.hub.readers import read_corpus as _read_with
 from lalm_eval.registry import Registry
 from msu_bench.types import Conversation, ReadReport, SpeakerInfo, Turn
@@ -118,11 +118,11 @@ def check_option(name: str, value, allowed) -> None:
         )
 
 
-def require_some(conversations: list, root: Path, corpus: str, what: str, skipped: list[Skip] | None = None) -> None:
+def require_some(conversations: list, root: Path, corpus: str, what: str, skips: list[Skip] | None = None) -> None:
     """Raise :class:`DataError` when nothing was read, quoting the first skips (file: reason)."""
     if not conversations:
-        why = " | ".join(f"{f}: {r}" for f, r in (skipped or [])[:3])
-        more = f" (+{len(skipped) - 3} more)" if skipped and len(skipped) > 3 else ""
+        why = " | ".join(f"{s.item}: {s.reason}" for s in (skips or [])[:3])
+        more = f" (+{len(skips) - 3} more)" if skips and len(skips) > 3 else ""
         raise DataError(
             root,
             f"no usable {corpus} conversations found (expected {what}); "
@@ -130,7 +130,7 @@ def require_some(conversations: list, root: Path, corpus: str, what: str, skippe
         )
 
 
-def _checked_turns(turns, annotation, skipped: list[Skip]) -> list[tuple]:
+def _checked_turns(turns, annotation, skips: SkipLog) -> list[tuple]:
     """``(speaker, start, end, text, where)`` of the turns whose times are usable and that do not
     repeat an earlier turn (same speaker, times and text); the rest counted."""
     out, seen = [], {}
@@ -139,43 +139,39 @@ def _checked_turns(turns, annotation, skipped: list[Skip]) -> list[tuple]:
         try:
             s, e = float(s), float(e)
         except (TypeError, ValueError):
-            skipped.append(Skip(item, f"turn of {spk}: time {s!r}-{e!r} is not a number"))
+            skips.add(item, f"turn of {spk}: time {s!r}-{e!r} is not a number")
             continue
         if not (math.isfinite(s) and math.isfinite(e)):
-            skipped.append(Skip(item, f"turn of {spk}: time {s}-{e} is not a finite number"))
+            skips.add(item, f"turn of {spk}: time {s}-{e} is not a finite number")
         elif s < 0:
-            skipped.append(Skip(item, f"turn of {spk}: start {s} is negative"))
+            skips.add(item, f"turn of {spk}: start {s} is negative")
         elif s >= e:
-            skipped.append(Skip(item, f"turn of {spk}: start {s} >= end {e}"))
+            skips.add(item, f"turn of {spk}: start {s} >= end {e}")
         else:
             turn = (spk, round(s, 6), round(e, 6), text.replace("\ufeff", ""))
             if turn in seen:
                 first = Path(seen[turn]).name  # "<file>:<line>", without the corpus's folders
-                skipped.append(Skip(item, f"duplicate turn: same speaker, times and text as {first}"))
+                skips.add(item, f"duplicate turn: same speaker, times and text as {first}")
                 continue
             seen[turn] = item
             out.append((*turn, item))
     return out
 
 
-def _fit_to_audio(raw, duration: float, audio, skipped: list[Skip]) -> list[tuple]:
+def _fit_to_audio(raw, duration: float, audio, skips: SkipLog) -> list[tuple]:
     """Drop the turns that start at or after the end of the audio, cut those that run past it."""
     name, out = Path(audio).name, []
     for spk, s, e, text, item in raw:
         if s >= duration - END_TOLERANCE_S:
-            skipped.append(
-                Skip(
-                    item,
-                    f"turn of {spk} {s:.3f}-{e:.3f} s starts after the end of the audio ({name}, {duration:.3f} s)",
-                )
+            skips.add(
+                item,
+                f"turn of {spk} {s:.3f}-{e:.3f} s starts after the end of the audio ({name}, {duration:.3f} s)",
             )
         elif e > duration + END_TOLERANCE_S:
-            skipped.append(
-                Skip(
-                    item,
-                    f"turn of {spk} {s:.3f}-{e:.3f} s runs past the end of the audio ({name}, {duration:.3f} s): "
-                    f"cut at {duration:.3f} s",
-                )
+            skips.add(
+                item,
+                f"turn of {spk} {s:.3f}-{e:.3f} s runs past the end of the audio ({name}, {duration:.3f} s): "
+                f"cut at {duration:.3f} s",
             )
             out.append((spk, s, round(duration, 6), text, item))
         else:
@@ -192,7 +188,7 @@ def make_conversation(
     audio,
     turns,
     speakers: dict[str, SpeakerInfo],
-    skipped: list[Skip],
+    skips: SkipLog,
     meta: dict | None = None,
 ) -> Conversation | None:
     """Build one conversation from raw ``(speaker, start, end, text[, where])`` turns (``where``:
@@ -202,21 +198,21 @@ def make_conversation(
     that does not exist (then the skip ``"audio missing"`` is counted). Returns ``None`` (and
     counts a skip) when no turn is left. Turns are checked and fitted to the audio (module doc).
     """
-    raw = _checked_turns(turns, annotation, skipped)
+    raw = _checked_turns(turns, annotation, skips)
     duration, rate, path = (max(t[2] for t in raw) if raw else 0.0), 16_000, None
     if audio is not None and Path(audio).is_file():
         try:
             info = sf.info(str(audio))
             duration, rate, path = float(info.duration), int(info.samplerate), Path(audio).resolve()
         except (sf.LibsndfileError, RuntimeError) as exc:
-            skipped.append(Skip(str(audio), f"audio unreadable ({exc})"))
+            skips.add(str(audio), f"audio unreadable ({exc})")
     elif raw:
-        skipped.append(Skip(str(annotation), "audio missing"))
+        skips.add(str(annotation), "audio missing")
     if path is not None:
-        raw = _fit_to_audio(raw, duration, audio, skipped)
+        raw = _fit_to_audio(raw, duration, audio, skips)
     raw.sort(key=lambda t: (t[1], t[2], t[0], t[3]))
     if not raw:
-        skipped.append(Skip(str(annotation), "no usable turns"))
+        skips.add(str(annotation), "no usable turns")
         return None
     kept = [
         Turn(id=f"{cid}-t{i:04d}", speaker=spk, text=text, start=s, end=e)

@@ -34,6 +34,7 @@ the end of the audio are cut and counted (:func:`msu_bench.corpora.make_conversa
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections import defaultdict
@@ -44,7 +45,7 @@ from praatio.utilities.errors import PraatioException
 from praatio.utilities.textgrid_io import parseTextgridStr
 
 from lalm_eval.errors import DataError
-from lalm_eval.hub.readers import Skip, check_encoding, read_text, unreadable_text
+from lalm_eval.hub.readers import SkipLog, check_encoding, read_text, unreadable_text
 from msu_bench.corpora import (
     check_language,
     check_option,
@@ -54,6 +55,8 @@ from msu_bench.corpora import (
     require_some,
 )
 from msu_bench.types import ReadReport, SpeakerInfo
+
+log = logging.getLogger(__name__)
 
 SPLITS = ("train", "eval", "test")
 MICS = ("far", "near")
@@ -74,19 +77,19 @@ def prepare_alimeeting(
     check_language(language, "alimeeting")
     encoding = check_encoding(encoding)
     root = require_dir(corpus_dir, "AliMeeting")
-    conversations, skipped = [], []
+    conversations, skips = [], SkipLog(log, logging.DEBUG)  # listed in the report, not logged
     for part, folder in _split_dirs(root, split, mic):
         grids = sorted((folder / "textgrid_dir").rglob("*.TextGrid"))
         audio_dir = folder / "audio_dir"
-        sessions = _far_sessions(grids) if mic == "far" else _near_sessions(grids, skipped)
+        sessions = _far_sessions(grids) if mic == "far" else _near_sessions(grids, skips)
         for session, files in sessions.items():
-            conv = _read_session(session, files, audio_dir, part, mic, language, skipped, encoding)
+            conv = _read_session(session, files, audio_dir, part, mic, language, skips, encoding)
             if conv is not None:
                 conversations.append(conv)
     require_some(
-        conversations, root, "AliMeeting", f"{{Train,Eval,Test}}_Ali_{mic}/textgrid_dir/*.TextGrid", skipped=skipped
+        conversations, root, "AliMeeting", f"{{Train,Eval,Test}}_Ali_{mic}/textgrid_dir/*.TextGrid", skips=skips.items
     )
-    return ReadReport(conversations, skips=skipped)
+    return ReadReport(conversations, skips=skips.items)
 
 
 def read_textgrid(path, encoding: str = "utf-8") -> list[tuple[str, list[tuple[float, float, str]]]]:
@@ -125,38 +128,36 @@ def _far_sessions(grids: list[Path]) -> dict[str, list[tuple[Path, str | None, s
     return {grid.stem: [(grid, None, None)] for grid in grids}
 
 
-def _near_sessions(grids: list[Path], skipped: list) -> dict[str, list]:
+def _near_sessions(grids: list[Path], skips: SkipLog) -> dict[str, list]:
     sessions = defaultdict(list)
     for grid in grids:
         match = NEAR_STEM.match(grid.stem)
         if match is None:
-            skipped.append(Skip(str(grid), "near file name has no _<F|M>_SPK<id> speaker part"))
+            skips.add(str(grid), "near file name has no _<F|M>_SPK<id> speaker part")
             continue
         sessions[match["session"]].append((grid, match["speaker"], match["gender"]))
     return dict(sessions)
 
 
 def _read_session(
-    session: str, files, audio_dir: Path, part: str, mic: str, language: str, skipped: list, encoding: str = "utf-8"
+    session: str, files, audio_dir: Path, part: str, mic: str, language: str, skips: SkipLog, encoding: str = "utf-8"
 ):
     turns, speakers, near_audio, readable = [], {}, {}, 0
     for grid, file_speaker, file_gender in files:
         try:
             tiers = read_textgrid(grid, encoding)
         except PARSE_ERRORS as exc:
-            skipped.append(Skip(str(grid), unreadable_text("TextGrid", exc, encoding)))
+            skips.add(str(grid), unreadable_text("TextGrid", exc, encoding))
             continue
         readable += 1
         if file_speaker is not None:
             if (audio_dir / f"{grid.stem}.wav").is_file():
                 near_audio[file_speaker] = audio_dir / f"{grid.stem}.wav"
             else:
-                skipped.append(
-                    Skip(
-                        str(grid),
-                        f"headset audio {grid.stem}.wav missing from audio_dir: speaker {file_speaker} has no "
-                        "near_audio entry (their turns are kept)",
-                    )
+                skips.add(
+                    str(grid),
+                    f"headset audio {grid.stem}.wav missing from audio_dir: speaker {file_speaker} has no "
+                    "near_audio entry (their turns are kept)",
                 )
         for name, intervals in tiers:
             speaker, gender = file_speaker, file_gender
@@ -166,7 +167,7 @@ def _read_session(
             speakers.setdefault(speaker, SpeakerInfo(id=speaker, gender=normalize_gender(gender), language=language))
             turns += [
                 (speaker, s, e, mark, f"{grid} tier {name!r}")
-                for s, e, mark in _clean_tier(grid, name, intervals, skipped)
+                for s, e, mark in _clean_tier(grid, name, intervals, skips)
             ]
     if not readable:
         return None  # every TextGrid of the session was unreadable: already counted
@@ -191,29 +192,26 @@ def _read_session(
         audio=audio,
         turns=turns,
         speakers=speakers,
-        skipped=skipped,
+        skips=skips,
         meta=meta,
     )
 
 
-def _clean_tier(grid: Path, name: str, intervals, skipped: list) -> list[tuple[float, float, str]]:
+def _clean_tier(grid: Path, name: str, intervals, skips: SkipLog) -> list[tuple[float, float, str]]:
     """Drop (and count) intervals with times that are not finite numbers, start >= end, or
     overlapping the previous kept one."""
     kept, last_end = [], float("-inf")
     for start, end, _mark in intervals:
         if not (math.isfinite(start) and math.isfinite(end)):
-            skipped.append(Skip(str(grid), f"tier {name!r}: interval {start}-{end} has a time that is not a number"))
+            skips.add(str(grid), f"tier {name!r}: interval {start}-{end} has a time that is not a number")
     finite = [iv for iv in intervals if math.isfinite(iv[0]) and math.isfinite(iv[1])]
     for start, end, mark in sorted(finite):
         if end <= start:
-            skipped.append(Skip(str(grid), f"tier {name!r}: interval {start:.3f}-{end:.3f} has start >= end"))
+            skips.add(str(grid), f"tier {name!r}: interval {start:.3f}-{end:.3f} has start >= end")
         elif start < last_end:
-            skipped.append(
-                Skip(
-                    str(grid),
-                    f"tier {name!r}: interval {start:.3f}-{end:.3f} overlaps "
-                    f"the previous interval (ends {last_end:.3f})",
-                )
+            skips.add(
+                str(grid),
+                f"tier {name!r}: interval {start:.3f}-{end:.3f} overlaps the previous interval (ends {last_end:.3f})",
             )
         else:
             kept.append((start, end, mark))

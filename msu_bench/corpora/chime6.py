@@ -32,13 +32,14 @@ Conversation ids are ``chime6-<session>``; ``meta`` holds split and mic.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 from collections import Counter
 from pathlib import Path
 
 from lalm_eval.errors import DataError
-from lalm_eval.hub.readers import Skip, check_encoding, read_text, unreadable_text
+from lalm_eval.hub.readers import SkipLog, check_encoding, read_text, unreadable_text
 from msu_bench.corpora import (
     check_language,
     check_option,
@@ -48,6 +49,8 @@ from msu_bench.corpora import (
     strip_tags,
 )
 from msu_bench.types import ReadReport, SpeakerInfo
+
+log = logging.getLogger(__name__)
 
 SPLITS = ("train", "dev", "eval")
 MICS = ("close", "array")
@@ -96,18 +99,18 @@ def prepare_chime6(
             "CHiME-6 transcription folder not found; check --corpus-dir, or leave out --corpus-option split "
             "to read every split found",
         )
-    conversations, skipped = [], []
+    conversations, skips = [], SkipLog(log, logging.DEBUG)  # listed in the report, not logged
     for part in SPLITS if split is None else (split,):
         for path in sorted((trans / part).glob("*.json")):
-            conv = _read_session(path, root / "audio" / part, part, mic, language, skipped, encoding)
+            conv = _read_session(path, root / "audio" / part, part, mic, language, skips, encoding)
             if conv is not None:
                 conversations.append(conv)
-    require_some(conversations, root, "CHiME-6", "transcriptions/{train,dev,eval}/S*.json", skipped=skipped)
-    return ReadReport(conversations, skips=skipped)
+    require_some(conversations, root, "CHiME-6", "transcriptions/{train,dev,eval}/S*.json", skips=skips.items)
+    return ReadReport(conversations, skips=skips.items)
 
 
 def _read_session(
-    path: Path, audio_dir: Path, part: str, mic: str, language: str, skipped: list, encoding: str = "utf-8"
+    path: Path, audio_dir: Path, part: str, mic: str, language: str, skips: SkipLog, encoding: str = "utf-8"
 ):
     session = path.stem
     try:
@@ -115,7 +118,7 @@ def _read_session(
         if not isinstance(segments, list):
             raise ValueError(f"expected a JSON list of segments, found a {type(segments).__name__}")
     except (OSError, UnicodeError, ValueError) as exc:
-        skipped.append(Skip(str(path), unreadable_text("transcription", exc, encoding)))
+        skips.add(str(path), unreadable_text("transcription", exc, encoding))
         return None
     turns, refs = [], Counter()
     for i, seg in enumerate(segments):
@@ -127,10 +130,10 @@ def _read_session(
             if words is not None and not isinstance(words, str):
                 raise TypeError(f"words is a {type(words).__name__}, not text")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            skipped.append(Skip(str(path), f"segment {i}: unreadable ({type(exc).__name__}: {exc})"))
+            skips.add(str(path), f"segment {i}: unreadable ({type(exc).__name__}: {exc})")
             continue
         if start >= end:
-            skipped.append(Skip(str(path), f"segment {i}: start {start:.2f} >= end {end:.2f}"))
+            skips.add(str(path), f"segment {i}: start {start:.2f} >= end {end:.2f}")
             continue
         text = strip_tags(str(words or ""))
         if text:
@@ -148,9 +151,7 @@ def _read_session(
         meta["close_talk"] = {spk: str(p.resolve()) for spk, p in close.items() if p.is_file()}
         for spk, p in close.items():
             if spk not in meta["close_talk"]:
-                skipped.append(
-                    Skip(str(path), f"close-talk audio {p.name} of speaker {spk} missing (their turns are kept)")
-                )
+                skips.add(str(path), f"close-talk audio {p.name} of speaker {spk} missing (their turns are kept)")
         if audio is None and meta["close_talk"]:
             audio = Path(next(iter(meta["close_talk"].values())))
     return make_conversation(
@@ -161,7 +162,7 @@ def _read_session(
         audio=audio,
         turns=turns,
         speakers=speakers,
-        skipped=skipped,
+        skips=skips,
         meta=meta,
     )
 

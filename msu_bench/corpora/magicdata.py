@@ -28,10 +28,11 @@ Conversation ids are ``magicdata-<conversation>``; the language is the ``languag
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
-from lalm_eval.hub.readers import Skip, check_encoding, read_text, unreadable_text
+from lalm_eval.hub.readers import SkipLog, check_encoding, read_text, unreadable_text
 from msu_bench.corpora import (
     check_language,
     make_conversation,
@@ -42,6 +43,8 @@ from msu_bench.corpora import (
 )
 from msu_bench.types import ReadReport, SpeakerInfo
 
+log = logging.getLogger(__name__)
+
 SPAN = re.compile(r"^\[\s*(\d+(?:\.\d*)?)\s*,\s*(\d+(?:\.\d*)?)\s*\]$")
 
 
@@ -51,22 +54,22 @@ def prepare_magicdata(corpus_dir, language: str = "zh", encoding: str = "utf-8")
     encoding = check_encoding(encoding)
     root = require_dir(corpus_dir, "MagicData")
     txt_dirs = [root / "TXT"] if (root / "TXT").is_dir() else sorted(root.glob("*/TXT"))
-    conversations, skipped = [], []
+    conversations, skips = [], SkipLog(log, logging.DEBUG)  # listed in the report, not logged
     for txt_dir in txt_dirs:
-        info = _read_spkinfo(txt_dir.parent / "SPKINFO.txt", skipped, encoding)
+        info = _read_spkinfo(txt_dir.parent / "SPKINFO.txt", skips, encoding)
         for path in sorted(txt_dir.glob("*.txt")):
-            conv = _read_conversation(path, txt_dir.parent / "WAV", info, language, skipped, encoding)
+            conv = _read_conversation(path, txt_dir.parent / "WAV", info, language, skips, encoding)
             if conv is not None:
                 conversations.append(conv)
-    require_some(conversations, root, "MagicData", "TXT/<conversation>.txt + WAV/<conversation>.wav", skipped=skipped)
-    return ReadReport(conversations, skips=skipped)
+    require_some(conversations, root, "MagicData", "TXT/<conversation>.txt + WAV/<conversation>.wav", skips=skips.items)
+    return ReadReport(conversations, skips=skips.items)
 
 
-def _read_conversation(path: Path, wav_dir: Path, info: dict, language: str, skipped: list, encoding: str = "utf-8"):
+def _read_conversation(path: Path, wav_dir: Path, info: dict, language: str, skips: SkipLog, encoding: str = "utf-8"):
     try:
         lines = read_text(path, encoding).splitlines()
     except (OSError, UnicodeError) as exc:
-        skipped.append(Skip(str(path), unreadable_text("transcript", exc, encoding)))
+        skips.add(str(path), unreadable_text("transcript", exc, encoding))
         return None
     turns, speakers = [], {}
     for number, line in enumerate(lines, 1):
@@ -75,14 +78,14 @@ def _read_conversation(path: Path, wav_dir: Path, info: dict, language: str, ski
         fields = [f.strip() for f in line.split("\t")]
         span = SPAN.match(fields[0])
         if span is None or len(fields) < 3 or not fields[1]:
-            skipped.append(Skip(f"{path}:{number}", "expected [start,end]<TAB>speaker<TAB>field<TAB>text"))
+            skips.add(f"{path}:{number}", "expected [start,end]<TAB>speaker<TAB>field<TAB>text")
             continue
         start, end = float(span[1]), float(span[2])
         text = strip_tags(" ".join(fields[3:]))
         if not text:
             continue  # a noise mark such as [*]
         if start >= end:
-            skipped.append(Skip(f"{path}:{number}", f"start {start:.3f} >= end {end:.3f}"))
+            skips.add(f"{path}:{number}", f"start {start:.3f} >= end {end:.3f}")
             continue
         speaker = fields[1]
         turns.append((speaker, start, end, text, f"{path}:{number}"))
@@ -96,7 +99,7 @@ def _read_conversation(path: Path, wav_dir: Path, info: dict, language: str, ski
         audio=wav_dir / f"{path.stem}.wav",
         turns=turns,
         speakers=speakers,
-        skipped=skipped,
+        skips=skips,
     )
 
 
@@ -112,14 +115,14 @@ def _speaker(speaker: str, field: str, info: dict, language: str) -> SpeakerInfo
     )
 
 
-def _read_spkinfo(path: Path, skipped: list, encoding: str = "utf-8") -> dict[str, dict]:
+def _read_spkinfo(path: Path, skips: SkipLog, encoding: str = "utf-8") -> dict[str, dict]:
     """``SPKINFO.txt`` (RAMC): ``CHANNEL SPEAKER_ID GENDER AGE REGION,CITY DEVICE``, tab-separated."""
     if not path.is_file():
         return {}
     try:
         rows = [line.split("\t") for line in read_text(path, encoding).splitlines()]
     except (OSError, UnicodeError) as exc:
-        skipped.append(Skip(str(path), unreadable_text("speaker info", exc, encoding)))
+        skips.add(str(path), unreadable_text("speaker info", exc, encoding))
         return {}
     info = {}
     for number, row in enumerate(rows[1:], 2):  # header line first
@@ -129,5 +132,5 @@ def _read_spkinfo(path: Path, skipped: list, encoding: str = "utf-8") -> dict[st
         if len(row) >= 3 and row[1]:
             info[row[1]] = {"gender": row[2], "region": row[4] if len(row) > 4 and row[4] else None}
         else:
-            skipped.append(Skip(f"{path}:{number}", "expected CHANNEL<TAB>SPEAKER_ID<TAB>GENDER<TAB>AGE<TAB>REGION..."))
+            skips.add(f"{path}:{number}", "expected CHANNEL<TAB>SPEAKER_ID<TAB>GENDER<TAB>AGE<TAB>REGION...")
     return info

@@ -52,7 +52,7 @@ from pathlib import Path
 import yaml
 
 from lalm_eval.errors import ConfigError, DataError
-from lalm_eval.hub.readers import Skip, check_encoding, read_text, unreadable_text
+from lalm_eval.hub.readers import SkipLog, check_encoding, read_text, unreadable_text
 from msu_bench.corpora import (
     LANGUAGES,
     check_language,
@@ -96,11 +96,11 @@ def prepare_rttm(
     check_language(language, "rttm")
     encoding = check_encoding(encoding)
     fixed = _load_speaker_map(speaker_map, root) if speaker_map not in (None, "overlap") else None
-    report = RttmReport([])
+    report, skips = RttmReport([]), SkipLog(log, logging.DEBUG)  # listed in the report; a mismatch also logged
     for rttm in sorted(root.rglob("*.rttm")):
         name = rttm.relative_to(root).with_suffix("").as_posix().replace("/", "-")
-        segments = _read_rttm(rttm, report.skips, encoding)
-        transcript = _read_transcript(rttm, report.skips, encoding)
+        segments = _read_rttm(rttm, skips, encoding)
+        transcript = _read_transcript(rttm, skips, encoding)
         mapping = _overlap_map(segments, transcript) if speaker_map == "overlap" else fixed
         if mapping:
             transcript = [(mapping.get(spk, spk), *rest) for spk, *rest in transcript]
@@ -108,10 +108,9 @@ def prepare_rttm(
             report.speaker_maps[str(rttm)] = used
         mismatch = _label_mismatch(rttm, segments, transcript)
         if mismatch:
-            report.skips.append(Skip(str(rttm), mismatch))
-            log.warning("skipped %s: %s", rttm, mismatch)
+            skips.add(rttm, mismatch, level=logging.WARNING)
             continue
-        texts = _assign(segments, transcript, report.skips, language)
+        texts = _assign(segments, transcript, skips, language)
         turns, missing = [], 0
         for i, (speaker, start, end, where) in enumerate(segments):
             turns.append((speaker, start, end, texts.get(i, ""), where))
@@ -130,14 +129,13 @@ def prepare_rttm(
             audio=audio,
             turns=turns,
             speakers={},
-            skipped=report.skips,
+            skips=skips,
             meta=meta,
         )
         if conv is not None:
             report.conversations.append(conv)
-    require_some(
-        report.conversations, root, "RTTM", "<name>.rttm + <name>.wav + <name>.json|.csv", skipped=report.skips
-    )
+    report.skips = skips.items
+    require_some(report.conversations, root, "RTTM", "<name>.rttm + <name>.wav + <name>.json|.csv", skips=skips.items)
     return report
 
 
@@ -202,12 +200,12 @@ def _number(text: str, name: str) -> float:
     return value
 
 
-def _read_rttm(path: Path, skipped: list, encoding: str = "utf-8") -> list[tuple[str, float, float, str]]:
+def _read_rttm(path: Path, skips: SkipLog, encoding: str = "utf-8") -> list[tuple[str, float, float, str]]:
     """``(speaker, start, end, "file:line")`` of every usable SPEAKER line (module doc)."""
     try:
         lines = read_text(path, encoding).splitlines()
     except (OSError, UnicodeError) as exc:
-        skipped.append(Skip(str(path), unreadable_text("RTTM", exc, encoding)))
+        skips.add(str(path), unreadable_text("RTTM", exc, encoding))
         return []
     segments, seen = [], {}
     ids = [f[1] for f in (line.split() for line in lines) if len(f) > 1 and f[0] == "SPEAKER"]
@@ -217,12 +215,10 @@ def _read_rttm(path: Path, skipped: list, encoding: str = "utf-8") -> list[tuple
         if not fields or fields[0] != "SPEAKER":
             continue
         if len(fields) > 1 and fields[1] != recording:
-            skipped.append(
-                Skip(
-                    f"{path}:{number}",
-                    f"line of recording {fields[1]!r}, but this RTTM is read as recording {recording!r} "
-                    f"(one recording per .rttm file, beside its audio): split the RTTM per recording",
-                )
+            skips.add(
+                f"{path}:{number}",
+                f"line of recording {fields[1]!r}, but this RTTM is read as recording {recording!r} "
+                f"(one recording per .rttm file, beside its audio): split the RTTM per recording",
             )
             continue
         try:
@@ -234,18 +230,18 @@ def _read_rttm(path: Path, skipped: list, encoding: str = "utf-8") -> list[tuple
             if duration <= 0:
                 raise ValueError(f"duration {duration} <= 0")
         except ValueError as exc:
-            skipped.append(Skip(f"{path}:{number}", f"bad SPEAKER line ({exc})"))
+            skips.add(f"{path}:{number}", f"bad SPEAKER line ({exc})")
             continue
         key = (fields[7], start, duration)
         if key in seen:
-            skipped.append(Skip(f"{path}:{number}", f"duplicate of line {seen[key]} ({fields[7]} {start} {duration})"))
+            skips.add(f"{path}:{number}", f"duplicate of line {seen[key]} ({fields[7]} {start} {duration})")
             continue
         seen[key] = number
         segments.append((fields[7], start, start + duration, f"{path}:{number}"))
     return sorted(segments, key=lambda s: (s[1], s[2], s[0]))
 
 
-def _read_transcript(rttm: Path, skipped: list, encoding: str = "utf-8") -> list[tuple[str, float, float, str, str]]:
+def _read_transcript(rttm: Path, skips: SkipLog, encoding: str = "utf-8") -> list[tuple[str, float, float, str, str]]:
     """``(speaker, start, end, text, where)`` rows of ``<name>.json`` or ``<name>.csv`` (none: [])."""
     path = next((p for p in (rttm.with_suffix(".json"), rttm.with_suffix(".csv")) if p.is_file()), None)
     if path is None:
@@ -261,7 +257,7 @@ def _read_transcript(rttm: Path, skipped: list, encoding: str = "utf-8") -> list
             reader = csv.DictReader(io.StringIO(text, newline=""))
             rows = [(f"{path}:{reader.line_num}", r) for r in reader]
     except (OSError, UnicodeError, ValueError, TypeError, csv.Error) as exc:
-        skipped.append(Skip(str(path), unreadable_text("transcript", exc, encoding)))
+        skips.add(str(path), unreadable_text("transcript", exc, encoding))
         return []
     turns = []
     for where, row in rows:
@@ -276,14 +272,14 @@ def _read_transcript(rttm: Path, skipped: list, encoding: str = "utf-8") -> list
             if turn[1] >= turn[2]:
                 raise ValueError(f"start {turn[1]} >= end {turn[2]}")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            skipped.append(Skip(where, f"bad transcript row ({type(exc).__name__}: {exc})"))
+            skips.add(where, f"bad transcript row ({type(exc).__name__}: {exc})")
             continue
         if turn[3]:
             turns.append(turn)
     return turns
 
 
-def _assign(segments, transcript, skipped: list, language: str) -> dict[int, str]:
+def _assign(segments, transcript, skips: SkipLog, language: str) -> dict[int, str]:
     """Segment index -> joined text of the transcript turns matched to it (see module doc)."""
     matched: dict[int, list] = {}
     for speaker, start, end, text, where in sorted(transcript, key=lambda t: (t[1], t[2], t[0])):
@@ -299,7 +295,7 @@ def _assign(segments, transcript, skipped: list, language: str) -> dict[int, str
                 if speaker not in labels
                 else "overlaps no RTTM segment of its speaker"
             )
-            skipped.append(Skip(where, f"transcript turn {start:.3f}-{end:.3f} {text[:30]!r} {why}"))
+            skips.add(where, f"transcript turn {start:.3f}-{end:.3f} {text[:30]!r} {why}")
             continue
         matched.setdefault(best, []).append(text)
     glue = "" if language == "zh" else " "

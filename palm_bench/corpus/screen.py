@@ -23,9 +23,9 @@ from pathlib import Path
 
 from lalm_eval.audio.speaker import DEFAULT_SPEAKER_ENCODER, SPEAKER_ENCODERS, SpeakerEncoder
 from lalm_eval.errors import AudioError
-from lalm_eval.hub.readers import Skip
+from lalm_eval.hub.prefetch import map_ordered
+from lalm_eval.hub.readers import SkipLog
 from palm_bench.corpus.types import Corpus, Utterance
-from palm_bench.prefetch import map_ordered
 
 logger = logging.getLogger(__name__)
 
@@ -65,14 +65,13 @@ def screen_corpus(corpus: Corpus, encoder: str = DEFAULT_SPEAKER_ENCODER) -> Cor
         return corpus
     encoder_class = SPEAKER_ENCODERS.get(encoder)
     problems = map_ordered(lambda clip: clip_problem(clip, encoder_class), corpus.utterances)
-    skips = list(corpus.skips)
+    skips = SkipLog(logger)
     kept = []
     for clip, problem in zip(corpus.utterances, problems):
         if problem is None:
             kept.append(clip)
         else:
-            skips.append(Skip(str(clip.audio), problem))
-            logger.warning("skipped %s: %s", clip.audio, problem)
+            skips.add(clip.audio, problem)
     counts: dict[str, int] = {}
     for clip in kept:
         counts[clip.speaker] = counts.get(clip.speaker, 0) + 1
@@ -82,13 +81,12 @@ def screen_corpus(corpus: Corpus, encoder: str = DEFAULT_SPEAKER_ENCODER) -> Cor
             f"speaker left out: {counts[sid]} usable clip, a speaker needs at least {MIN_CLIPS} "
             "(one for each of the train and test splits); add clips of this speaker"
         )
-        skips.append(Skip(sid, reason))
-        logger.warning("skipped %s: %s", sid, reason)
+        skips.add(sid, reason)
     voiced = set(counts) - short
     return dataclasses.replace(
         corpus,
         speakers={sid: s for sid, s in corpus.speakers.items() if sid in voiced},
         utterances=[c for c in kept if c.speaker in voiced],
-        skips=skips,
+        skips=[*corpus.skips, *skips],
         screened=True,
     )
