@@ -28,11 +28,12 @@ sys.path.insert(0, str(ROOT))
 
 def load_clips(n: int, cache_dir: Path):
     """``n`` PALM recognition docs (question + decoded audio) from the embedded build."""
-    from lalm_eval.evaluator import build_requests, load_docs
+    from lalm_eval.evaluation.docs import open_docs
+    from lalm_eval.evaluation.requests import decoded_requests
     from lalm_eval.tasks import TaskManager
 
     task = TaskManager().load_task("palm_recognition")
-    docs, _ = load_docs(task, cache_dir, None)
+    docs = open_docs(task, cache_dir, None).docs
     seen, picked = set(), []
     for doc in docs:  # one doc per composed clip: n different audios
         if doc["audio_id"] not in seen:
@@ -40,7 +41,9 @@ def load_clips(n: int, cache_dir: Path):
             picked.append(doc)
         if len(picked) == n:
             break
-    return build_requests(task, picked, {"bench": 1}, {"max_new_tokens": 32, "min_new_tokens": 32, "do_sample": False})
+    return decoded_requests(
+        task, picked, {"bench": 1}, {"max_new_tokens": 32, "min_new_tokens": 32, "do_sample": False}
+    )
 
 
 def hand_loop(model_dir: Path, requests, batch: int) -> float:
@@ -123,7 +126,7 @@ def main(argv=None) -> int:
         os.chdir(tmp)  # no ./palm-bench here: the bench and the CLI runs both use <work>/datasets
         work = args.work or tmp / "work"
         model_dir = make_tiny_model("qwen2_audio", tmp / "tiny")
-        requests = load_clips(args.n, work).requests
+        requests = load_clips(args.n, work)
         secs = sum(r.audio_seconds for r in requests)
         print(f"{len(requests)} clips, {secs / len(requests):.1f} s average, 32 new tokens each")
         rows = {}

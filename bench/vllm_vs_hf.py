@@ -34,11 +34,12 @@ sys.path.insert(0, str(ROOT))
 def load_requests(n: int, cache_dir: Path, gen_kwargs: dict | None, distinct: bool = True):
     """``n`` docs of ``palm_recognition`` (0: all of the test split) as requests; ``distinct``: one
     doc per composed clip (``n`` different audios). ``gen_kwargs`` None keeps the task's own."""
-    from lalm_eval.evaluator import build_requests, load_docs
+    from lalm_eval.evaluation.docs import open_docs
+    from lalm_eval.evaluation.requests import decoded_requests
     from lalm_eval.tasks import TaskManager
 
     task = TaskManager().load_task("palm_recognition")
-    docs, _ = load_docs(task, cache_dir, None)
+    docs = open_docs(task, cache_dir, None).docs
     seen, picked = set(), []
     for doc in docs:
         if distinct and doc["audio_id"] in seen:
@@ -47,7 +48,7 @@ def load_requests(n: int, cache_dir: Path, gen_kwargs: dict | None, distinct: bo
         picked.append(doc)
         if n and len(picked) == n:
             break
-    return build_requests(task, picked, {"bench": 1}, gen_kwargs or {}).requests
+    return decoded_requests(task, picked, {"bench": 1}, gen_kwargs or {})
 
 
 def child(args) -> int:

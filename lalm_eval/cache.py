@@ -88,6 +88,17 @@ def key_of(request: Request, model_identity: dict, task_hash: str | None = None)
     )
 
 
+def commit_chunk(batch_size) -> int:
+    """How many misses :class:`CachedAdapter` commits at a time for a run at ``batch_size``."""
+    return max(64, 8 * int(batch_size) if str(batch_size).isdigit() else 64)
+
+
+def aligned_chunk(chunk: int, commit: int) -> int:
+    """``chunk``, above ``commit`` rounded up to a multiple of it: a stream of such chunks hands the
+    inner adapter the same calls (and so the same batches) as one unchunked call."""
+    return -(-chunk // commit) * commit if chunk > commit else chunk
+
+
 class ResponseCache(SqliteStore):
     """Successful responses by request key, in a SQLite file shared by processes."""
 
@@ -138,6 +149,12 @@ class CachedAdapter(Adapter):
 
     Counters: ``hits`` (served from the cache file), ``misses`` (not served from it),
     ``n_generated`` (requests handed to the inner adapter).
+
+    The cache owns the alignment of the inner adapter's batches: :meth:`for_batch_size` commits
+    :func:`commit_chunk` misses at a time, and :meth:`aligned` rounds a caller's chunk of requests
+    to a multiple of it, so that a caller streaming its requests in chunks hands the inner adapter
+    the same calls as one that does not. ``known_missing``: keys the caller looked up already and
+    did not find (the evaluator's scan), not read from the file again.
     """
 
     def __init__(
@@ -151,6 +168,16 @@ class CachedAdapter(Adapter):
         self.name, self.MULTI_AUDIO = adapter.name, adapter.MULTI_AUDIO
         self.hits = self.misses = 0
         self._identity: dict | None = None
+        self.known_missing: set[str] = set()
+
+    @classmethod
+    def for_batch_size(cls, adapter: Adapter, cache: ResponseCache, batch_size) -> CachedAdapter:
+        """The cache in front of ``adapter`` for a run at ``batch_size`` (``--batch_size``)."""
+        return cls(adapter, cache, chunk_size=commit_chunk(batch_size))
+
+    def aligned(self, chunk: int) -> int:
+        """``chunk`` requests, above the commit chunk rounded up to a multiple of it."""
+        return aligned_chunk(chunk, self.chunk_size)
 
     def identity(self) -> dict:
         if self._identity is None:
@@ -165,7 +192,7 @@ class CachedAdapter(Adapter):
 
     def generate(self, requests: list[Request], batch_size: int | str = 1) -> list[Response]:
         requests = [self.keyed(r) for r in requests]
-        found = self.cache.get_many(r.key for r in requests)
+        found = self.cache.get_many(r.key for r in requests if r.key not in self.known_missing)
         todo: dict[str, Request] = {}
         for r in requests:
             if r.key not in found:

@@ -134,15 +134,15 @@ def _build_b(args):
         raise exc from None
 
 
-def compare(reference: dict, other: dict) -> dict:
+def compare(reference, other) -> dict:
     """Per task: docs compared, identical share, failures on either side, metric differences."""
     out = {}
-    for task, rows in reference["_samples"].items():
-        theirs = {r["doc_id"]: r for r in other["_samples"].get(task, [])}
+    for task, rows in reference.samples.items():
+        theirs = {r["doc_id"]: r for r in other.samples.get(task, [])}
         pairs = [(r, theirs[r["doc_id"]]) for r in rows if r["doc_id"] in theirs]
         both = [(a, b) for a, b in pairs if a["response"] is not None and b["response"] is not None]
         same = sum(a["response"] == b["response"] for a, b in both)
-        ref_summary, other_summary = reference["results"][task]["summary"], other["results"][task]["summary"]
+        ref_summary, other_summary = reference.results[task].summary, other.results[task].summary
         diffs = {
             m: (None if ref_summary[m] is None or other_summary.get(m) is None else other_summary[m] - ref_summary[m])
             for m in ref_summary
@@ -171,33 +171,27 @@ def _sampling(gen_kwargs: dict, tasks) -> bool:
 
 
 def run_check(args) -> tuple[dict, int]:
-    from lalm_eval.evaluator import evaluate, open_tasks
+    from lalm_eval.evaluation.docs import open_tasks
+    from lalm_eval.evaluation.run import evaluate
     from lalm_eval.models.build import build_adapter
 
     tasks = check_args(args)
     sizes, gen_kwargs = args.sizes, args.gen_kwargs_dict
     # tasks, datasets and their first docs checked before a model is built
     opened = open_tasks(tasks, include_path=args.include_path, cache_dir=Path(args.cache_dir), limit=args.limit)
-    common = dict(
-        include_path=args.include_path,
-        limit=args.limit,
-        gen_kwargs=gen_kwargs,
-        cache_dir=Path(args.cache_dir),
-        use_cache=False,
-        opened=opened,
-    )
+    common = dict(gen_kwargs=gen_kwargs, cache_dir=Path(args.cache_dir), use_cache=False)
     adapter = build_adapter(args.model, args.model_args, args.device, args.cache_dir, use_response_cache=False)
-    runs = {f"{args.model} @ batch {b}": evaluate(adapter, tasks, batch_size=b, **common) for b in sizes}
+    runs = {f"{args.model} @ batch {b}": evaluate(adapter, opened, batch_size=b, **common) for b in sizes}
     if args.model_b:
         other = _build_b(args)
-        runs[f"{args.model_b} @ batch {sizes[0]}"] = evaluate(other, tasks, batch_size=sizes[0], **common)
+        runs[f"{args.model_b} @ batch {sizes[0]}"] = evaluate(other, opened, batch_size=sizes[0], **common)
     names = list(runs)
     reference = runs[names[0]]
     report = {
         "reference": names[0],
         "limit": args.limit,
         "min_identical": args.min_identical,
-        "sampling": _sampling(gen_kwargs, reference["tasks"]),
+        "sampling": _sampling(gen_kwargs, reference.tasks),
         "comparisons": {name: compare(reference, runs[name]) for name in names[1:]},
     }
     shares = [t["identical_share"] for c in report["comparisons"].values() for t in c.values()]

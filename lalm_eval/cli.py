@@ -156,13 +156,13 @@ def failed_tasks(results: dict, max_share: float | None = None) -> list[str]:
     failed), each as ``"task: k/n failed (kinds)"``. Tasks without docs are not counted."""
     out = []
     for name, r in results.items():
-        n = r.get("n", {})
+        n = r.n
         effective, scored = n.get("effective", 0), n.get("scored", 0)
         if not effective:
             continue
         share = (effective - scored) / effective
         if (share > max_share) if max_share is not None else scored == 0:
-            kinds = ", ".join(f"{k} {v}" for k, v in sorted(r.get("samples", {}).get("failures", {}).items()))
+            kinds = ", ".join(f"{k} {v}" for k, v in sorted(r.sample_info.get("failures", {}).items()))
             out.append(f"{name}: {effective - scored}/{effective} docs failed" + (f" ({kinds})" if kinds else ""))
     return out
 
@@ -218,7 +218,8 @@ def run_eval(args) -> int:
     import numpy as np
 
     from lalm_eval.cli_support import interrupt_note
-    from lalm_eval.evaluator import evaluate, open_tasks
+    from lalm_eval.evaluation.docs import open_tasks
+    from lalm_eval.evaluation.run import evaluate
     from lalm_eval.models.build import adapter_spec, build_from_spec, identify, redact_model_args
     from lalm_eval.report.assemble import write_outputs
 
@@ -249,7 +250,7 @@ def run_eval(args) -> int:
     # every task loaded (YAML, metrics, filters), its dataset, config and split opened and its first
     # doc rendered: before a model is built (or, built above, hashed)
     opened = open_tasks(tasks, include_path=args.include_path, cache_dir=Path(args.cache_dir), limit=args.limit)
-    for task, (docs, _, _) in zip(opened.tasks, opened.docs):
+    for task, docs in zip(opened.tasks, opened.opened):
         if not len(docs):
             print(
                 f"lalm-eval: task {task.name!r} has no docs ({task.yaml_file}); it is reported empty", file=sys.stderr
@@ -261,18 +262,15 @@ def run_eval(args) -> int:
         adapter = build_from_spec(spec)
     attach_budget(adapter, args)
     if args.dry_run:
-        from lalm_eval.evaluator import plan_run
+        from lalm_eval.evaluation.plan import plan_run
 
         plan = plan_run(
             adapter,
-            tasks,
-            include_path=args.include_path,
-            limit=args.limit,
+            opened,
             gen_kwargs=args.gen_kwargs_dict,
             cache_dir=Path(args.cache_dir),
             use_cache=not args.no_cache,
             stream_chunk=args.stream_chunk,
-            opened=opened,
         )
         out = None
         if args.output_path:
@@ -284,24 +282,21 @@ def run_eval(args) -> int:
         return 0
     run = evaluate(
         adapter,
-        tasks,
-        include_path=args.include_path,
+        opened,
         batch_size=args.batch_size,
-        limit=args.limit,
         gen_kwargs=args.gen_kwargs_dict,
         cache_dir=Path(args.cache_dir),
         use_cache=not args.no_cache,
         judge_llm=judge_llm,
         seed=args.seed,
         stream_chunk=args.stream_chunk,
-        opened=opened,
         judge_samples=args.judge_samples,
         bertscore_models=args.bertscore_models,
     )
     budget = getattr(adapter, "budget", None)
-    not_run = sum(r.get("samples", {}).get("failures", {}).get("budget", 0) for r in run["results"].values())
+    not_run = sum(r.sample_info.get("failures", {}).get("budget", 0) for r in run.results.values())
     if budget is not None:
-        run["budget"] = {"max_cost_usd": args.max_cost, "spent_usd": budget.spent, "not_run": not_run}
+        run.budget = {"max_cost_usd": args.max_cost, "spent_usd": budget.spent, "not_run": not_run}
     config = {
         "model": args.model,
         "model_args": redact_model_args(args.model_args),
@@ -328,8 +323,8 @@ def run_eval(args) -> int:
             files = write_outputs(run, config, args.output_path, args.log_samples)
     print(markdown_report(run, args.model))
     print(
-        f"cache: {run['cache']['hits']} hits, {run['cache']['misses']} misses; "
-        f"model calls: {run['n_generated']}; {run['seconds']:.1f} s"
+        f"cache: {run.cache['hits']} hits, {run.cache['misses']} misses; "
+        f"model calls: {run.n_generated}; {run.seconds:.1f} s"
     )
     if files:
         print("wrote " + ", ".join(str(p) for p in files.values()))
@@ -340,7 +335,7 @@ def run_eval(args) -> int:
             file=sys.stderr,
         )
         return 3
-    failed = failed_tasks(run["results"], args.max_failure_share)
+    failed = failed_tasks(run.results, args.max_failure_share)
     if failed:
         limit = (
             "every doc failed" if args.max_failure_share is None else f"--max_failure_share {args.max_failure_share}"

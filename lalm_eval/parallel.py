@@ -1,7 +1,7 @@
 """Data parallelism under ``accelerate launch --multi_gpu`` or ``torchrun``: each process
 generates a strided share of the requests and the responses are gathered back, in order, on
 every process (``torch.distributed.all_gather_object``; NCCL on GPUs, gloo on CPUs). A streamed
-run (:func:`lalm_eval.evaluator.evaluate`) does this once per chunk of cache misses; the processes
+run (:func:`lalm_eval.evaluation.run.evaluate`) does this once per chunk of cache misses; the processes
 first agree on which docs the cache answers (:func:`common_keys`), so that they cut the same chunks.
 
 Nothing is imported or initialised in a single process, so ordinary runs pay nothing. The

@@ -45,7 +45,6 @@ per entry of ``audios``, in the same order; ``task`` and ``doc_id`` say where a 
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import logging
@@ -144,8 +143,8 @@ def export_sft(
 def _export(stage, names, fmt, split, dataset, strategy, cache_dir, limit, include_path) -> dict:
     import shutil
 
-    from lalm_eval.evaluator import load_docs
-    from lalm_eval.tasks import Task, TaskManager
+    from lalm_eval.evaluation.docs import open_docs
+    from lalm_eval.tasks import TaskManager
 
     out, final = stage.path, stage.final  # written into the stage; ms-swift's absolute paths name the final folder
     manager = TaskManager(include_paths=include_path)
@@ -158,9 +157,9 @@ def _export(stage, names, fmt, split, dataset, strategy, cache_dir, limit, inclu
         check_palm_task(task, name)
         tasks.append((name, task))
     for name, task in tasks:
-        task = Task(dataclasses.replace(task.config, dataset_path=dataset, test_split=split), task.yaml_file)
+        task = task.replaced(dataset_path=dataset, test_split=split)
         try:
-            docs, _ = load_docs(task, cache, limit)
+            docs = open_docs(task, cache, limit).docs
         except LalmEvalError:  # says what is wrong already (the dataset loader names folder, config, split)
             raise
         except ValueError as exc:  # datasets: no such split / config
@@ -264,7 +263,7 @@ def chat_messages(messages: list[dict], where: str) -> list[dict]:
 def _write_audio(value, out: Path, written: dict[str, str]) -> str:
     """The audio's file under ``out/audio/`` (written once per distinct content), relative to ``out``."""
     from lalm_eval.audio.io import write_audio
-    from lalm_eval.evaluator import decode_audio
+    from lalm_eval.evaluation.docs import decode_audio
 
     data = value.get("bytes") if isinstance(value, dict) else None
     key = hashlib.sha256(bytes(data)).hexdigest() if isinstance(data, (bytes, bytearray)) else None

@@ -345,14 +345,14 @@ def _decode(value) -> np.ndarray:
 def expected_audio(task_names: list[str], limit: int, cache_dir: Path) -> list[tuple[str, int, list]]:
     """``(task, doc_id, audios)`` of every doc a run of ``task_names`` sends, decoded with
     soundfile straight from the dataset rows (call it with the datasets folder as cwd)."""
-    from lalm_eval.evaluator import load_docs
+    from lalm_eval.evaluation.docs import open_docs
     from lalm_eval.tasks import TaskManager
 
     manager = TaskManager()
     out = []
     for name in manager.resolve(task_names):
         task = manager.load_task(name)
-        docs, _ = load_docs(task, cache_dir, limit)
+        docs = open_docs(task, cache_dir, limit).docs
         out += [(name, doc_id, [_decode(a) for a in task.audio_of(doc)]) for doc_id, doc in enumerate(docs)]
     return out
 

@@ -18,7 +18,6 @@ import soundfile as sf
 
 from lalm_eval.api import AUDIO_SR, Request
 from lalm_eval.errors import ConfigError
-from lalm_eval.evaluator import evaluate
 from lalm_eval.hub.card import front_matter, write_card
 from lalm_eval.hub.parquet import export_dataset_dict
 from lalm_eval.models import audio_limits
@@ -28,6 +27,7 @@ from lalm_eval.models.qwen_omni import Qwen25OmniThinkerAdapter
 from lalm_eval.models.tiny import make_tiny_model
 from lalm_eval.report.assemble import write_outputs
 from lalm_eval.report.layouts import LayoutIndex, render_reports
+from tests.evaluation_helpers import evaluate_names
 
 LONG_S = 90.0
 
@@ -150,15 +150,17 @@ def test_90_s_heard_whole_with_300_and_cut_with_30_and_the_report_says_so(omni, 
     for n in (30, 300):
         adapter = Qwen25OmniThinkerAdapter(str(omni[n]), device="cpu")
         frames = record_frames(adapter)
-        run = evaluate(adapter, ["long_audio_task"], include_path=[task_dir], cache_dir=tmp_path / "c", use_cache=False)
-        rows = {r["doc_id"]: r for r in run["_samples"]["long_audio_task"]}
+        run = evaluate_names(
+            adapter, ["long_audio_task"], include_path=[task_dir], cache_dir=tmp_path / "c", use_cache=False
+        )
+        rows = {r["doc_id"]: r for r in run.results["long_audio_task"].rows}
         assert rows[0]["audio_s"] == LONG_S and rows[1]["seen_s"] == 5.0 and not rows[1]["truncated"]
         assert rows[0]["seen_s"] == (LONG_S if n == 300 else 30.0) and rows[0]["truncated"] is (n == 30)
         files = write_outputs(run, {"model": "qwen2_5_omni"}, tmp_path / str(n), log_samples=True)
         reports[n] = files["report"].read_text()
         logged = [json.loads(x) for x in files["samples_long_audio_task"].read_text().splitlines()]
         assert sorted(r["seen_s"] for r in logged) == [5.0, LONG_S if n == 300 else 30.0]
-        assert run["adapter_counters"]["audio_limit_s"] == n  # the limit the run used, in the results
+        assert run.adapter_counters["audio_limit_s"] == n  # the limit the run used, in the results
         assert sorted(frames) == [500, 9000 if n == 300 else 3000]  # 100 frames a second, all 90 s with 300
     line = "**long_audio_task: 1 of 2 samples heard 33.3 % of their audio on average (long_audio=truncate)**"
     header = reports[30].split("| task | metric |")[0]

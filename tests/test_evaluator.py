@@ -1,4 +1,4 @@
-"""The evaluator end to end with a scripted adapter: requests, cache, errors, filters, groups, files."""
+"""The evaluation end to end with a scripted adapter: requests, cache, errors, filters, groups, files."""
 
 import io
 import json
@@ -9,11 +9,11 @@ import pytest
 import soundfile as sf
 
 from lalm_eval.api import Adapter, Response
-from lalm_eval.evaluator import evaluate
 from lalm_eval.hub.card import front_matter, write_card
 from lalm_eval.hub.parquet import export_dataset_dict
 from lalm_eval.report.assemble import write_outputs
 from lalm_eval.report.results import load_results
+from tests.evaluation_helpers import evaluate_names
 
 
 def flac(seconds, freq):
@@ -115,29 +115,29 @@ class Scripted(Adapter):
 
 def test_evaluate_scores_excludes_failures_and_uses_the_cache(task_dir, tmp_path):
     adapter = Scripted()
-    run = evaluate(adapter, ["who"], include_path=[task_dir], batch_size="2", cache_dir=tmp_path / "cache")
-    plain = run["results"]["who_plain"]
+    run = evaluate_names(adapter, ["who"], include_path=[task_dir], batch_size="2", cache_dir=tmp_path / "cache")
+    plain = run.results["who_plain"]
     # 6 docs: doc 4 has undecodable audio (never sent), doc 1 (1.5 s) fails in the model
-    assert plain["n"] == {"original": 6, "effective": 6, "scored": 4}
-    assert {e["doc_id"] for e in plain["errors"]} == {1, 4}
+    assert plain.n == {"original": 6, "effective": 6, "scored": 4}
+    assert {e["doc_id"] for e in plain.errors} == {1, 4}
     assert (("who_plain", 4) not in adapter.seen) and ("who_plain", 1) in adapter.seen
     # docs 0, 2, 3, 5: durations 1.0, 2.0, 2.5, 3.5 s → Bob, Bob, Alice, Alice; targets Bob, Bob, Alice, Alice
-    assert plain["summary"]["exact_match"] == 1.0
-    cot = run["results"]["who_cot"]
-    assert cot["summary"]["exact_match"] == 1.0  # the <Answer> filter extracted the answer
-    assert run["groups"]["who"]["exact_match"] == 1.0 and run["groups"]["who"]["subtasks"] == ["who_plain", "who_cot"]
-    assert run["cache"] == {"hits": 0, "misses": 10}
+    assert plain.summary["exact_match"] == 1.0
+    cot = run.results["who_cot"]
+    assert cot.summary["exact_match"] == 1.0  # the <Answer> filter extracted the answer
+    assert run.groups["who"]["exact_match"] == 1.0 and run.groups["who"]["subtasks"] == ["who_plain", "who_cot"]
+    assert run.cache == {"hits": 0, "misses": 10}
 
     again = Scripted()
-    rerun = evaluate(again, ["who"], include_path=[task_dir], batch_size="2", cache_dir=tmp_path / "cache")
+    rerun = evaluate_names(again, ["who"], include_path=[task_dir], batch_size="2", cache_dir=tmp_path / "cache")
     # successes come from the cache; only the failed doc is retried (failures are not cached)
     assert sorted(again.seen) == [("who_cot", 1), ("who_plain", 1)]
-    assert rerun["cache"] == {"hits": 8, "misses": 2}
-    assert rerun["results"]["who_plain"]["summary"] == plain["summary"]
+    assert rerun.cache == {"hits": 8, "misses": 2}
+    assert rerun.results["who_plain"].summary == plain.summary
 
 
 def test_outputs_follow_lm_eval_layout(task_dir, tmp_path):
-    run = evaluate(Scripted(), ["who_plain"], include_path=[task_dir], cache_dir=tmp_path / "c", use_cache=False)
+    run = evaluate_names(Scripted(), ["who_plain"], include_path=[task_dir], cache_dir=tmp_path / "c", use_cache=False)
     files = write_outputs(run, {"model": "scripted"}, tmp_path / "out", log_samples=True)
     results = load_results(files["results"])
     assert results["results"]["who_plain"]["exact_match,none"] == 1.0
@@ -158,7 +158,7 @@ def test_limit_and_gen_kwargs_reach_the_request(task_dir, tmp_path):
             seen.extend(requests)
             return super().generate(requests, batch_size)
 
-    evaluate(
+    evaluate_names(
         Recorder(),
         ["who_plain"],
         include_path=[task_dir],
@@ -176,7 +176,7 @@ def test_unknown_task_suggests_close_names(task_dir, tmp_path):
     from lalm_eval.tasks import UnknownTaskError
 
     with pytest.raises(UnknownTaskError, match="who_plain"):
-        evaluate(Scripted(), ["who_plian"], include_path=[task_dir], cache_dir=tmp_path)
+        evaluate_names(Scripted(), ["who_plian"], include_path=[task_dir], cache_dir=tmp_path)
 
 
 def test_two_process_data_parallel_matches_one_process(task_dir, tmp_path):
@@ -262,9 +262,9 @@ class Counting:
     def __init__(self, monkeypatch):
         import weakref
 
-        from lalm_eval import evaluator
+        from lalm_eval.evaluation import docs
 
-        real = evaluator.decode_audio
+        real = docs.decode_audio
         self.decoded = self.alive = self.peak = 0
 
         def decode(value):
@@ -275,7 +275,7 @@ class Counting:
             weakref.finalize(audio, self._gone)
             return audio
 
-        monkeypatch.setattr(evaluator, "decode_audio", decode)
+        monkeypatch.setattr(docs, "decode_audio", decode)
 
     def _gone(self):
         self.alive -= 1
@@ -285,23 +285,24 @@ def _comparable(run):
     """The run without its timing; soundfile's decode errors name a BytesIO by its address."""
     import re
 
-    kept = {k: run[k] for k in ("results", "groups", "_samples", "cache", "n_generated")}
+    results = {name: {k: v for k, v in vars(r).items() if k != "task"} for name, r in run.results.items()}
+    kept = {"results": results, "groups": run.groups, "cache": run.cache, "n_generated": run.n_generated}
     return re.sub(r" at 0x[0-9a-f]+", "", json.dumps(kept, sort_keys=True, default=str))
 
 
 def test_streamed_run_holds_at_most_one_chunk_of_decoded_audio(task_dir, tmp_path, monkeypatch):
     counting = Counting(monkeypatch)
-    first = evaluate(Scripted(), ["who"], include_path=[task_dir], cache_dir=tmp_path / "c", stream_chunk=2)
+    first = evaluate_names(Scripted(), ["who"], include_path=[task_dir], cache_dir=tmp_path / "c", stream_chunk=2)
     assert counting.decoded == 10  # 5 decodable docs x 2 tasks (doc 4's bytes are not audio)
     assert counting.peak <= 2 and counting.alive == 0
     # cached answers decode nothing: only the doc that failed in the model (not cached) is decoded again
     counting.decoded = counting.peak = 0
-    again = evaluate(Scripted(), ["who"], include_path=[task_dir], cache_dir=tmp_path / "c", stream_chunk=2)
-    assert counting.decoded == 2 and again["cache"] == {"hits": 8, "misses": 2}
-    assert again["results"]["who_plain"]["summary"] == first["results"]["who_plain"]["summary"]
+    again = evaluate_names(Scripted(), ["who"], include_path=[task_dir], cache_dir=tmp_path / "c", stream_chunk=2)
+    assert counting.decoded == 2 and again.cache == {"hits": 8, "misses": 2}
+    assert again.results["who_plain"].summary == first.results["who_plain"].summary
     # the same run unchunked (--stream_chunk 0) decodes everything before generating: the bound is the chunk's
     counting.decoded = counting.peak = 0
-    evaluate(Scripted(), ["who"], include_path=[task_dir], cache_dir=tmp_path / "c0", stream_chunk=0)
+    evaluate_names(Scripted(), ["who"], include_path=[task_dir], cache_dir=tmp_path / "c0", stream_chunk=0)
     assert counting.decoded == 10 and counting.peak == 10
 
 
@@ -309,7 +310,7 @@ def test_chunk_size_changes_neither_requests_nor_scores_nor_files(task_dir, tmp_
     runs, seen, files = {}, {}, {}
     for chunk in (0, 1, 3, None):
         adapter = Scripted()
-        runs[chunk] = evaluate(
+        runs[chunk] = evaluate_names(
             adapter, ["who"], include_path=[task_dir], cache_dir=tmp_path / f"c{chunk}", stream_chunk=chunk, seed=3
         )
         seen[chunk] = adapter.seen
@@ -323,20 +324,21 @@ def test_chunk_size_changes_neither_requests_nor_scores_nor_files(task_dir, tmp_
 
 def test_stream_chunk_size_rules():
     from lalm_eval.errors import ConfigError
-    from lalm_eval.evaluator import DEFAULT_STREAM_CHUNK, stream_chunk_size
+    from lalm_eval.evaluation.generation import DEFAULT_STREAM_CHUNK, stream_chunk_size
 
-    assert stream_chunk_size(None, "1", 64) == DEFAULT_STREAM_CHUNK
-    assert stream_chunk_size(0, "8", 64) is None  # all at once
-    assert stream_chunk_size(2, "4", 64) == 4  # at least one batch
-    assert stream_chunk_size(100, "8", 64) == 128  # a multiple of the cache's commit chunk: the same batches
-    assert stream_chunk_size(5, "auto", 64) == 5
+    assert stream_chunk_size(None, "1") == DEFAULT_STREAM_CHUNK
+    assert stream_chunk_size(0, "8") is None  # all at once
+    assert stream_chunk_size(2, "4") == 4  # at least one batch
+    assert stream_chunk_size(100, "8") == 128  # a multiple of the cache's commit chunk (64): the same batches
+    assert stream_chunk_size(200, "16") == 256  # commit chunk 8 x 16 = 128
+    assert stream_chunk_size(5, "auto") == 5
     for bad in (-1, 2.5, True):
         with pytest.raises(ConfigError, match="stream_chunk"):
-            stream_chunk_size(bad, "1", 64)
+            stream_chunk_size(bad, "1")
 
 
 def test_streamed_docs_keep_no_audio_bytes():
-    from lalm_eval.evaluator import light_doc
+    from lalm_eval.evaluation.docs import light_doc
 
     doc = {
         "question": "q",

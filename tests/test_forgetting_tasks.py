@@ -15,10 +15,10 @@ import soundfile as sf
 
 from lalm_eval.api import Adapter, Response
 from lalm_eval.errors import ConfigError, DataError
-from lalm_eval.evaluator import evaluate
 from lalm_eval.report.assemble import write_outputs
 from lalm_eval.report.combine import combine
 from lalm_eval.tasks import TaskManager
+from tests.evaluation_helpers import evaluate_names
 
 SR = 16_000
 TM = TaskManager()
@@ -208,7 +208,7 @@ def runs(copies, tmp_path_factory):
     try:
         results = {}
         for label, replies in (("base", BASE), ("lora_attn", TUNED)):
-            result = evaluate(Scripted("qwen2_audio", replies), ["forgetting"], cache_dir=cache, use_cache=False)
+            result = evaluate_names(Scripted("qwen2_audio", replies), ["forgetting"], cache_dir=cache, use_cache=False)
             write_outputs(result, {"model": "qwen2_audio"}, out / label, log_samples=True)
             results[label] = result
     finally:
@@ -219,17 +219,17 @@ def runs(copies, tmp_path_factory):
 
 def test_values_worked_out_by_hand(runs):
     _, results = runs
-    base, tuned = results["base"]["results"], results["lora_attn"]["results"]
-    assert base["asr_librispeech"]["summary"]["wer"] == pytest.approx(2 / 20)
-    assert base["asr_aishell1"]["summary"]["cer"] == pytest.approx(1 / 26)
-    assert base["mmau"]["summary"]["option_accuracy"] == pytest.approx(2 / 3)
-    assert tuned["asr_librispeech"]["summary"]["wer"] == pytest.approx(4 / 20)
-    assert tuned["asr_aishell1"]["summary"]["cer"] == pytest.approx(1 / 26)
-    assert tuned["mmau"]["summary"]["option_accuracy"] == 0.0
+    base, tuned = results["base"].results, results["lora_attn"].results
+    assert base["asr_librispeech"].summary["wer"] == pytest.approx(2 / 20)
+    assert base["asr_aishell1"].summary["cer"] == pytest.approx(1 / 26)
+    assert base["mmau"].summary["option_accuracy"] == pytest.approx(2 / 3)
+    assert tuned["asr_librispeech"].summary["wer"] == pytest.approx(4 / 20)
+    assert tuned["asr_aishell1"].summary["cer"] == pytest.approx(1 / 26)
+    assert tuned["mmau"].summary["option_accuracy"] == 0.0
     # rows: 3 LibriSpeech utterances, the 2 transcribed AISHELL-1 test wavs, the 3 MMAU questions
     # whose answer is a choice
-    assert [base[t]["n"]["scored"] for t in ("asr_librispeech", "asr_aishell1", "mmau")] == [3, 2, 3]
-    assert base["asr_librispeech"]["metrics"]["wer"]["reference_units"] == 20
+    assert [base[t].n["scored"] for t in ("asr_librispeech", "asr_aishell1", "mmau")] == [3, 2, 3]
+    assert base["asr_librispeech"].metrics["wer"]["reference_units"] == 20
 
 
 def test_report_puts_the_forgetting_metrics_beside_the_base_model(runs):

@@ -14,7 +14,6 @@ import statistics
 import pytest
 
 from lalm_eval.errors import ConfigError
-from lalm_eval.evaluator import evaluate
 from lalm_eval.judges import CACHE_FILE, JudgeCache, JudgeItem, JudgeResult, judge_llm_from_spec, make_judge
 from lalm_eval.judges.decoding import check_samples, sample_seeds, sample_spread
 from lalm_eval.llm.base import TextLLM
@@ -22,6 +21,7 @@ from lalm_eval.metrics.scoring import ScoreItem, ScoringContext, make_metric
 from lalm_eval.report.assemble import metric_details, write_outputs
 from lalm_eval.report.layouts import LayoutIndex, render_layout
 from lalm_eval.report.results import load_results
+from tests.evaluation_helpers import evaluate_names
 from tests.test_evaluator import Scripted, dataset_dir  # noqa: F401 - fixture reused
 from tests.test_llm_backend import completion, server  # noqa: F401 - the shared 127.0.0.1 chat server
 from tests.test_scoring import judged_tasks  # noqa: F401 - a task with an llm_judge entry
@@ -166,7 +166,7 @@ def test_run_records_decoding_and_k_and_the_report_footnotes_show_them(server, j
     spec = judge_spec(srv, temperature=0.6, top_p=0.95, top_k=20, max_tokens=64)
 
     def run(seed, k):
-        return evaluate(
+        return evaluate_names(
             Scripted(),
             ["who_judged"],
             include_path=[judged_tasks],
@@ -182,7 +182,7 @@ def test_run_records_decoding_and_k_and_the_report_footnotes_show_them(server, j
     assert asked == 3 * 4  # 4 scored docs (one generation failed, one clip undecodable), 3 verdicts each
     seeds = sorted({r["body"]["seed"] for r in srv.requests})
     assert len(seeds) == 3
-    info = first["results"]["who_judged"]["metrics"]["llm_judge"]
+    info = first.results["who_judged"].metrics["llm_judge"]
     assert info["judge"]["samples"] == 3 and sorted(info["judge"]["sample_seeds"]) == seeds
     assert info["judge_spread"]["samples"] == 3
     files = write_outputs(first, {"model": "scripted", "judge_samples": 3}, tmp_path / "out", log_samples=False)
@@ -200,9 +200,7 @@ def test_run_records_decoding_and_k_and_the_report_footnotes_show_them(server, j
 
     again = run(5, 3)
     assert len(srv.requests) == asked  # rerun: all 12 verdicts from the judge cache
-    assert (
-        again["results"]["who_judged"]["summary"]["llm_judge"] == first["results"]["who_judged"]["summary"]["llm_judge"]
-    )
+    assert again.results["who_judged"].summary["llm_judge"] == first.results["who_judged"].summary["llm_judge"]
 
     single = run(5, 1)  # one verdict, unseeded: the footnote says the score moves from run to run
     assert all("seed" not in r["body"] for r in srv.requests[asked:])

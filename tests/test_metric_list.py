@@ -15,10 +15,10 @@ import sacrebleu
 from lalm_eval import cli
 from lalm_eval.api import Adapter, Response
 from lalm_eval.errors import ConfigError, UnknownNameError
-from lalm_eval.evaluator import evaluate
 from lalm_eval.metrics.text import token_f1
 from lalm_eval.models import MODELS
 from lalm_eval.tasks import TaskManager
+from tests.evaluation_helpers import evaluate_names
 from tests.test_evaluator import Scripted, dataset_dir  # noqa: F401 - fixture reused
 
 # docs 0, 2, 3, 5 are scored (doc 1 fails in Scripted, doc 4's audio is undecodable); targets:
@@ -64,22 +64,22 @@ def test_aggregation_is_honoured(tmp_path, dataset_dir):  # noqa: F811
   - {metric: bleu, aggregation: bleu, higher_is_better: true}
 """,
     )
-    run = evaluate(Varied(), ["agg_task"], include_path=[folder], cache_dir=tmp_path / "c", use_cache=False)
-    r = run["results"]["agg_task"]
+    run = evaluate_names(Varied(), ["agg_task"], include_path=[folder], cache_dir=tmp_path / "c", use_cache=False)
+    r = run.results["agg_task"]
     f1 = [1.0, 0.4, 0.0, 1.0]  # "Bob said more words" vs "Bob": P 1/4, R 1 → 0.4
-    assert [row["metrics"]["token_f1"] for row in run["_samples"]["agg_task"] if "metrics" in row] == pytest.approx(f1)
-    assert r["summary"]["token_f1"] == pytest.approx(0.7)  # the median; the mean would be 0.6
-    assert r["summary"]["token_f1_stderr"] is None  # a standard error of the mean only for mean
-    low, high = r["summary"]["token_f1_ci95"]
+    assert [row["metrics"]["token_f1"] for row in run.results["agg_task"].rows if "metrics" in row] == pytest.approx(f1)
+    assert r.summary["token_f1"] == pytest.approx(0.7)  # the median; the mean would be 0.6
+    assert r.summary["token_f1_stderr"] is None  # a standard error of the mean only for mean
+    low, high = r.summary["token_f1_ci95"]
     assert 0.0 <= low <= 0.7 <= high <= 1.0
-    assert r["metrics"]["token_f1"]["aggregation"] == "median"
-    assert r["summary"]["exact_match"] == pytest.approx(0.5) and r["summary"]["exact_match_stderr"] > 0
+    assert r.metrics["token_f1"]["aggregation"] == "median"
+    assert r.summary["exact_match"] == pytest.approx(0.5) and r.summary["exact_match_stderr"] > 0
     # lm-eval's bleu aggregation: corpus BLEU of the summed statistics, not the mean of sentence BLEU
     preds, refs = [ANSWERS[k] for k in TARGETS], list(TARGETS.values())
     corpus = sacrebleu.corpus_bleu(preds, [refs], tokenize="13a").score  # all English tokens: one tokenizer
-    sentence_mean = np.mean([row["metrics"]["bleu"] for row in run["_samples"]["agg_task"] if "metrics" in row])
-    assert r["summary"]["bleu"] == pytest.approx(corpus) and abs(corpus - sentence_mean) > 1
-    assert r["metrics"]["bleu"]["corpus_bleu"] == pytest.approx(corpus)
+    sentence_mean = np.mean([row["metrics"]["bleu"] for row in run.results["agg_task"].rows if "metrics" in row])
+    assert r.summary["bleu"] == pytest.approx(corpus) and abs(corpus - sentence_mean) > 1
+    assert r.metrics["bleu"]["corpus_bleu"] == pytest.approx(corpus)
 
 
 def test_function_aggregation_gets_the_scored_values(tmp_path, dataset_dir):  # noqa: F811
@@ -93,8 +93,8 @@ def test_function_aggregation_gets_the_scored_values(tmp_path, dataset_dir):  # 
   - {metric: token_f1, aggregation: !function utils.worst, higher_is_better: true}
 """,
     )
-    run = evaluate(Varied(), ["agg_task"], include_path=[folder], cache_dir=tmp_path / "c", use_cache=False)
-    assert run["results"]["agg_task"]["summary"]["token_f1"] == 0.0
+    run = evaluate_names(Varied(), ["agg_task"], include_path=[folder], cache_dir=tmp_path / "c", use_cache=False)
+    assert run.results["agg_task"].summary["token_f1"] == 0.0
     assert token_f1(ANSWERS[3], TARGETS[3]) == 0.0
 
 

@@ -134,8 +134,8 @@ def test_cascade_on_the_release_fixture_counts_every_answer(cascade, tmp_path):
     """`--model cascade --tasks msu_mcq` on the release fixture: the 13 scored questions are answered
     by the declared kind. None of them asks how many speakers there are (the one that does, zh-BI-1,
     is reverse_* and left out), so all 13 are "cannot determine": instruction_not_follow, counted."""
-    from lalm_eval.evaluator import evaluate
     from msu_bench.mcq_export import build_mcq
+    from tests.evaluation_helpers import evaluate_names
     from tests.msu_release_fixture import make_release
 
     build_mcq(tmp_path / "msu-bench-mcq", make_release(tmp_path / "MSU-Bench"))
@@ -143,12 +143,12 @@ def test_cascade_on_the_release_fixture_counts_every_answer(cascade, tmp_path):
     old = os.getcwd()
     os.chdir(tmp_path)
     try:
-        result = evaluate(cascade, ["msu_mcq"], cache_dir=tmp_path / "cache", use_cache=False)
+        result = evaluate_names(cascade, ["msu_mcq"], cache_dir=tmp_path / "cache", use_cache=False)
     finally:
         os.chdir(old)
-    r = result["results"]["msu_mcq"]
-    assert r["n"]["scored"] == 13 and r["summary"]["mcq_accuracy"] == 0.0
-    assert r["metrics"]["mcq_accuracy"]["error_types"] == {"instruction_not_follow": 13}
-    grew = {k: result["adapter_counters"][k] - before.get(k, 0) for k in result["adapter_counters"]}
+    r = result.results["msu_mcq"]
+    assert r.n["scored"] == 13 and r.summary["mcq_accuracy"] == 0.0
+    assert r.metrics["mcq_accuracy"]["error_types"] == {"instruction_not_follow": 13}
+    grew = {k: result.adapter_counters[k] - before.get(k, 0) for k in result.adapter_counters}
     assert grew["kind:multiple_choice"] == 13 and grew["choice_unsupported"] == 13 and grew["cannot_determine"] == 13
     assert grew.get("undeclared_kind", 0) == 0 and not any(k.startswith("unsupported_kind") for k in grew if grew[k])

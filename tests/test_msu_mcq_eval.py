@@ -8,9 +8,9 @@ import os
 import pytest
 
 from lalm_eval.api import Adapter, Response
-from lalm_eval.evaluator import evaluate
 from lalm_eval.metrics.choice import choice_outcome, parse_final_answer, parse_letter
 from lalm_eval.report.assemble import write_outputs
+from tests.evaluation_helpers import evaluate_names
 from tests.msu_release_fixture import make_release
 
 # The 13 questions scored by default (reverse_* left out), with the reply the model gives and what
@@ -112,7 +112,7 @@ def run(workdir):
     os.chdir(workdir)
     try:
         adapter = Scripted()
-        result = evaluate(
+        result = evaluate_names(
             adapter,
             ["msu_mcq", "msu_mcq_tier1", "msu_mcq_tier2", "msu_mcq_languages"],
             cache_dir=workdir / "cache",
@@ -147,10 +147,10 @@ def cells(report, title, n_keys):
 
 def test_accuracy_and_instruction_not_follow(run):
     result = run[0]
-    r = result["results"]["msu_mcq"]
-    assert r["n"] == {"original": 13, "effective": 13, "scored": 13}  # 16 kept, 3 reverse_* left out
-    assert r["summary"]["mcq_accuracy"] == pytest.approx(4 / 13)  # zh-SV-0, zh-EIR-1, en-SV-0, en-SV-1
-    info = r["metrics"]["mcq_accuracy"]
+    r = result.results["msu_mcq"]
+    assert r.n == {"original": 13, "effective": 13, "scored": 13}  # 16 kept, 3 reverse_* left out
+    assert r.summary["mcq_accuracy"] == pytest.approx(4 / 13)  # zh-SV-0, zh-EIR-1, en-SV-0, en-SV-1
+    info = r.metrics["mcq_accuracy"]
     assert info["instruction_not_follow"] == 2 and info["parser"] == "first_letter"
     assert info["error_types"] == {
         "correct": 4,
@@ -178,13 +178,13 @@ def test_results_json_counts_the_reverse_questions_left_out(run):
 
 
 def test_groups(run):
-    groups = run[0]["groups"]
+    groups = run[0].groups
     assert groups["msu_mcq_tier1"]["mcq_accuracy"] == pytest.approx(3 / 8)
     assert groups["msu_mcq_tier2"]["mcq_accuracy"] == pytest.approx(1 / 5)
     assert groups["msu_mcq_languages"]["mcq_accuracy"] == pytest.approx(4 / 13)
-    assert run[0]["results"]["msu_mcq_en"]["summary"]["mcq_accuracy"] == pytest.approx(2 / 5)
-    assert run[0]["results"]["msu_mcq_zh"]["summary"]["mcq_accuracy"] == pytest.approx(2 / 8)
-    assert run[0]["results"]["msu_mcq_sv"]["summary"]["mcq_accuracy"] == pytest.approx(3 / 4)
+    assert run[0].results["msu_mcq_en"].summary["mcq_accuracy"] == pytest.approx(2 / 5)
+    assert run[0].results["msu_mcq_zh"].summary["mcq_accuracy"] == pytest.approx(2 / 8)
+    assert run[0].results["msu_mcq_sv"].summary["mcq_accuracy"] == pytest.approx(3 / 4)
 
 
 def test_requests_carry_the_authors_audio_parts_and_prompt(run):
@@ -277,21 +277,21 @@ def test_reverse_questions_with_the_task_option(in_workdir, tmp_path):
         f"include: {tasks_dir() / 'msu_mcq' / 'msu_mcq.yaml'}\ntask: msu_mcq_with_reverse\n"
         "metadata: {version: 1.0, include_reverse: true, breakdown: [scheme]}\n"
     )
-    result = evaluate(
+    result = evaluate_names(
         Scripted(), ["msu_mcq_with_reverse"], include_path=[tmp_path], cache_dir=tmp_path / "c", use_cache=False
     )
-    r = result["results"]["msu_mcq_with_reverse"]
-    assert r["n"]["scored"] == 16 and r["summary"]["mcq_accuracy"] == pytest.approx(7 / 16)  # 4 + 3 reverse
-    assert "excluded" not in r["samples"]  # nothing left out
+    r = result.results["msu_mcq_with_reverse"]
+    assert r.n["scored"] == 16 and r.summary["mcq_accuracy"] == pytest.approx(7 / 16)  # 4 + 3 reverse
+    assert "excluded" not in r.sample_info  # nothing left out
 
 
 def test_strict_parser_task(in_workdir, tmp_path):
     adapter = Scripted()
-    result = evaluate(adapter, ["msu_mcq_strict"], cache_dir=tmp_path / "c", use_cache=False)
-    r = result["results"]["msu_mcq_strict"]
+    result = evaluate_names(adapter, ["msu_mcq_strict"], cache_dir=tmp_path / "c", use_cache=False)
+    r = result.results["msu_mcq_strict"]
     # only zh-SV-1 ("Final answer: C", wrong: unknown) and en-SV-0 ("Final answer: B", right) say "Final answer"
-    assert r["summary"]["mcq_accuracy"] == pytest.approx(1 / 13)
-    assert r["metrics"]["mcq_accuracy"]["error_types"] == {"correct": 1, "instruction_not_follow": 11, "unknown": 1}
+    assert r.summary["mcq_accuracy"] == pytest.approx(1 / 13)
+    assert r.metrics["mcq_accuracy"]["error_types"] == {"correct": 1, "instruction_not_follow": 11, "unknown": 1}
     assert adapter.seen["en-SV-0"][2]["max_new_tokens"] == 256
 
 
@@ -302,7 +302,7 @@ def test_no_dataset_is_a_clear_error(tmp_path):
     os.chdir(tmp_path)
     try:
         with pytest.raises(ConfigError, match="msu-bench build --mcq-dir"):
-            evaluate(Scripted(), ["msu_mcq"], cache_dir=tmp_path / "c", use_cache=False)
+            evaluate_names(Scripted(), ["msu_mcq"], cache_dir=tmp_path / "c", use_cache=False)
     finally:
         os.chdir(old)
 
@@ -433,9 +433,9 @@ def test_report_states_the_reverse_questions_left_out(run):
 
 
 def test_dry_run_states_the_reverse_questions_left_out(in_workdir, tmp_path):
-    from lalm_eval.evaluator import plan_run
+    from tests.evaluation_helpers import plan_names
 
-    plan = plan_run(Scripted(), ["msu_mcq", "msu_mcq_gi"], cache_dir=tmp_path / "c", use_cache=False)
+    plan = plan_names(Scripted(), ["msu_mcq", "msu_mcq_gi"], cache_dir=tmp_path / "c", use_cache=False)
     assert plan["tasks"]["msu_mcq"]["requests"] == 13 and plan["tasks"]["msu_mcq"]["excluded"] == {
         "reverse_question": 3
     }

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from lalm_eval.errors import ConfigError, DataError
-from lalm_eval.evaluator import build_requests, decode_audio, load_docs
+from lalm_eval.evaluation.docs import decode_audio, open_docs
+from lalm_eval.evaluation.requests import decoded_requests
 from lalm_eval.tasks import Task, TaskManager
 from tests.test_palm_enrollment import shared_build
 from tests.test_task_system import task_yaml, write
@@ -58,18 +59,19 @@ def on_build(name: str, built, **metadata) -> Task:
 
 @pytest.fixture(scope="module")
 def runs(built, tmp_path_factory):
-    """``{task: (task, docs, run)}`` for both enrollment tasks: LIMIT docs each (half English, half
+    """``{task: (task, docs, requests)}`` for both enrollment tasks: LIMIT docs each (half English, half
     Mandarin), requests built, no model yet."""
     cache = tmp_path_factory.mktemp("enroll_cache")
     out = {}
     for name in ENROLL_TASKS:
         task = on_build(name, built)
-        docs, n = load_docs(task, cache, None)
+        opened = open_docs(task, cache, None)
+        docs, n = opened.docs, opened.n_original
         docs = [d for d in docs if d["language"] == "en"][: LIMIT // 2] + [d for d in docs if d["language"] == "zh"][
             : LIMIT // 2
         ]
         assert len(docs) == LIMIT < n
-        out[name] = (task, docs, build_requests(task, docs, {"model": "none"}, {}))
+        out[name] = (task, docs, decoded_requests(task, docs, {"model": "none"}))
     return out
 
 
@@ -89,9 +91,9 @@ def test_tasks_group_and_tag():
 
 @pytest.mark.parametrize("name", ENROLL_TASKS)
 def test_request_carries_the_queried_subjects_train_clips_then_the_test_audio(runs, enrollment, test_clips, name):
-    task, docs, run = runs[name]
-    assert not run.errors and run.doc_ids == list(range(LIMIT))
-    for doc, request in zip(docs, run.requests):
+    task, docs, requests = runs[name]
+    assert [r.doc_id for r in requests] == list(range(LIMIT))  # every doc decoded, none left out
+    for doc, request in zip(docs, requests):
         queried = list(zip(doc["queried_ids"], doc["queried"]))
         assert len(request.audios) == len(queried) * 1 + 1
         for (sid, name_), ref, audio in zip(queried, doc["enrollment"], request.audios):
@@ -105,8 +107,8 @@ def test_request_carries_the_queried_subjects_train_clips_then_the_test_audio(ru
 
 @pytest.mark.parametrize("name", ENROLL_TASKS)
 def test_text_labels_each_reference_by_name_in_order(runs, name):
-    task, docs, run = runs[name]
-    for doc, request in zip(docs, run.requests):
+    task, docs, requests = runs[name]
+    for doc, request in zip(docs, requests):
         (message,) = request.messages
         parts = message["content"]
         kinds = [p["type"] for p in parts]
@@ -123,21 +125,21 @@ def test_text_labels_each_reference_by_name_in_order(runs, name):
 
 def test_limit_applies_after_the_enrollment_is_attached(built, tmp_path):
     task = on_build("palm_captioning_enroll", built)
-    docs, n = load_docs(task, tmp_path, 2)
+    opened = open_docs(task, tmp_path, 2)
+    docs, n = opened.docs, opened.n_original
     assert len(docs) == 2 < n and all(d["enrollment"] and d["enroll_test_label"] for d in docs)
 
 
 def test_n_enroll_from_metadata(built, tmp_path, enrollment):
     task = on_build("palm_recognition_enroll", built, n_enroll=2)
-    docs, _ = load_docs(task, tmp_path, 3)
-    run = build_requests(task, docs, {"model": "none"}, {})
-    for doc, request in zip(docs, run.requests):
+    docs = open_docs(task, tmp_path, 3).docs
+    for doc, request in zip(docs, decoded_requests(task, docs, {"model": "none"})):
         assert len(request.audios) == 2 * len(doc["queried"]) + 1
         assert [r["clip_id"] for r in doc["enrollment"]] == [
             row["clip_id"] for sid in doc["queried_ids"] for row in enrollment[sid][:2]
         ]
     with pytest.raises(DataError, match="clip\\(s\\) in the 'enrollment' config, 999 needed"):
-        load_docs(on_build("palm_recognition_enroll", built, n_enroll=999), tmp_path, 1)
+        open_docs(on_build("palm_recognition_enroll", built, n_enroll=999), tmp_path, 1)
 
 
 def test_missing_enrollment_config_and_missing_path_are_named(built, tmp_path):
@@ -148,7 +150,7 @@ def test_missing_enrollment_config_and_missing_path_are_named(built, tmp_path):
     card = (folder / "README.md").read_text()
     (folder / "README.md").write_text(card.replace("- config_name: enrollment\n", "- config_name: unused\n"))
     with pytest.raises(DataError, match=r"no-enrollment: no config 'enrollment' \(its configs: .*\); rebuild"):
-        load_docs(on_build("palm_recognition_enroll", folder), tmp_path, 1)
+        open_docs(on_build("palm_recognition_enroll", folder), tmp_path, 1)
     with pytest.raises(ConfigError, match="needs the dataset path"):
         TM.load_task("palm_recognition_enroll").process_docs([])
 
@@ -166,7 +168,7 @@ def qwen2_audio(tmp_path_factory):
 
 def test_tiny_qwen2_audio_gets_every_audio_and_generates(runs, qwen2_audio):
     assert qwen2_audio.MULTI_AUDIO
-    requests = [r for name in ENROLL_TASKS for r in runs[name][2].requests[:3]]
+    requests = [r for name in ENROLL_TASKS for r in runs[name][2][:3]]
     n_audios = [len(r.audios) for r in requests]
     assert max(n_audios) > 2
     for r in requests:  # one audio placeholder per audio, the labels between them

@@ -9,9 +9,9 @@ import soundfile as sf
 
 from lalm_eval.api import Adapter, Response
 from lalm_eval.cache import encoded_audio_id, request_key
-from lalm_eval.evaluator import evaluate
 from lalm_eval.hub.card import front_matter, write_card
 from lalm_eval.hub.parquet import export_dataset_dict
+from tests.evaluation_helpers import evaluate_names
 
 
 def _dataset(folder):
@@ -69,9 +69,11 @@ metadata: {{version: 1, answer_kind: speaker_counting}}
 """)
     (tasks / "renamed.yaml").write_text("include: original.yaml\ntask: my_renamed_counting\n")
     adapter = Recorder()
-    run = evaluate(adapter, ["my_renamed_counting"], include_path=[tasks], cache_dir=tmp_path / "c", use_cache=False)
+    run = evaluate_names(
+        adapter, ["my_renamed_counting"], include_path=[tasks], cache_dir=tmp_path / "c", use_cache=False
+    )
     assert [r.task_metadata for r in adapter.seen] == [{"version": 1, "answer_kind": "speaker_counting"}] * 2
-    task = run["tasks"][0]
+    task = run.tasks[0]
     for r in adapter.seen:  # the key is the recipe without the metadata field
         assert r.key == request_key(
             adapter.identity(),

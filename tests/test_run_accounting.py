@@ -10,9 +10,9 @@ import pytest
 
 from lalm_eval.api import Adapter, Response
 from lalm_eval.cli import main
-from lalm_eval.evaluator import evaluate, plan_run
 from lalm_eval.report.assemble import markdown_report, write_outputs
 from lalm_eval.report.results import load_results
+from tests.evaluation_helpers import evaluate_names, plan_names
 from tests.test_evaluator import dataset_dir, task_dir  # noqa: F401 - fixtures
 
 
@@ -65,8 +65,8 @@ class Metered(Adapter):
 
 
 def test_usage_model_ids_failures_and_audio_heard_reach_results_and_report(task_dir, tmp_path):  # noqa: F811
-    run = evaluate(Metered(), ["who_plain"], include_path=[task_dir], cache_dir=tmp_path / "c")
-    info = run["results"]["who_plain"]["samples"]
+    run = evaluate_names(Metered(), ["who_plain"], include_path=[task_dir], cache_dir=tmp_path / "c")
+    info = run.results["who_plain"].sample_info
     # 6 docs: doc 4 undecodable, doc 5 (3.5 s) refused; docs 0-3 answered (1.0, 1.5, 2.0, 2.5 s)
     assert info["failures"] == {"audio_decode": 1, "refusal": 1}
     assert info["truncated"] == 2  # 2.5 s and 3.5 s (the refused one was still measured)
@@ -74,10 +74,10 @@ def test_usage_model_ids_failures_and_audio_heard_reach_results_and_report(task_
     assert info["seen_s"] == pytest.approx(1.0 + 1.5 + 2.0 + 2.0 + 2.0)
     assert info["usage"] == {"prompt_tokens": 40, "completion_tokens": 8} and info["cost_usd"] == 2.0
     assert info["model_ids"] == ["gpt-x-1", "gpt-x-2"]
-    rows = {r["doc_id"]: r for r in run["_samples"]["who_plain"]}
+    rows = {r["doc_id"]: r for r in run.results["who_plain"].rows}
     assert rows[5]["failure"] == "refusal" and rows[5]["response"] is None and "metrics" not in rows[5]
     assert rows[3]["model"] == "gpt-x-2" and rows[3]["truncated"] is True and rows[3]["seen_s"] == 2.0
-    assert run["results"]["who_plain"]["n"]["scored"] == 4
+    assert run.results["who_plain"].n["scored"] == 4
     report = markdown_report(run, "metered")
     assert "### Audio heard" in report and "| who_plain | 5 | 2 | 10.5 | 8.5 | 81.0 |" in report
     assert "### Failures by kind" in report and "| who_plain | 1 | 1 |" in report
@@ -92,16 +92,16 @@ def test_usage_model_ids_failures_and_audio_heard_reach_results_and_report(task_
 
     # a cached rerun: the metadata comes back from the cache; its usage is not billed again
     again = Metered()
-    rerun = evaluate(again, ["who_plain"], include_path=[task_dir], cache_dir=tmp_path / "c")
+    rerun = evaluate_names(again, ["who_plain"], include_path=[task_dir], cache_dir=tmp_path / "c")
     assert again.sent == [("who_plain", 5)]  # only the refused one is asked again
-    info2 = rerun["results"]["who_plain"]["samples"]
+    info2 = rerun.results["who_plain"].sample_info
     assert "usage" not in info2 and info2["usage_cached"] == {"prompt_tokens": 40, "completion_tokens": 8}
     assert info2["model_ids"] == ["gpt-x-1", "gpt-x-2"] and info2["truncated"] == 2
 
 
 def test_dry_run_plans_without_sending_and_discounts_cache_hits(task_dir, tmp_path):  # noqa: F811
     adapter = Metered()
-    plan = plan_run(adapter, ["who"], include_path=[task_dir], cache_dir=tmp_path / "c")
+    plan = plan_names(adapter, ["who"], include_path=[task_dir], cache_dir=tmp_path / "c")
     assert adapter.sent == [] and adapter.n_generated == 0
     plain = plan["tasks"]["who_plain"]
     assert plain == {
@@ -112,8 +112,8 @@ def test_dry_run_plans_without_sending_and_discounts_cache_hits(task_dir, tmp_pa
         "estimate": plain["estimate"],
     } and plain["estimate"]["est_cost_usd"] == pytest.approx(0.05)
     assert plan["total"]["requests"] == 10 and plan["total"]["estimate"]["requests"] == 10
-    evaluate(Metered(), ["who_plain"], include_path=[task_dir], cache_dir=tmp_path / "c")
-    plan = plan_run(adapter, ["who"], include_path=[task_dir], cache_dir=tmp_path / "c")
+    evaluate_names(Metered(), ["who_plain"], include_path=[task_dir], cache_dir=tmp_path / "c")
+    plan = plan_names(adapter, ["who"], include_path=[task_dir], cache_dir=tmp_path / "c")
     assert plan["tasks"]["who_plain"]["cached"] == 4 and plan["tasks"]["who_cot"]["cached"] == 0
     assert plan["total"]["estimate"]["requests"] == 6  # 1 refused plain doc + 5 cot docs
     assert ("who_plain", 0) not in adapter.estimated and ("who_plain", 5) in adapter.estimated
@@ -205,7 +205,7 @@ def test_a_dataset_folder_rebuilt_in_place_is_read_anew(task_dir, dataset_dir, t
 
     import datasets
 
-    from lalm_eval.evaluator import load_docs
+    from lalm_eval.evaluation.docs import open_docs
     from lalm_eval.hub.card import front_matter, write_card
     from lalm_eval.hub.parquet import export_dataset_dict
     from lalm_eval.tasks import TaskManager
@@ -215,8 +215,7 @@ def test_a_dataset_folder_rebuilt_in_place_is_read_anew(task_dir, dataset_dir, t
     shutil.copytree(dataset_dir, folder)
     (task_dir / "base.yaml").write_text((task_dir / "base.yaml").read_text().replace(str(dataset_dir), str(folder)))
     task = TaskManager(include_paths=[task_dir]).load_task("who_plain")
-    first, n = load_docs(task, tmp_path / "c", None)
-    assert n == 6
+    assert open_docs(task, tmp_path / "c", None).n_original == 6
     shutil.rmtree(folder)  # the same folder, rebuilt with other rows
     rows = {
         "question": ["Q?"] * 2,
@@ -236,5 +235,5 @@ def test_a_dataset_folder_rebuilt_in_place_is_read_anew(task_dir, dataset_dir, t
         {"main": datasets.DatasetDict({"test": datasets.Dataset.from_dict(rows, features=features)})}, folder
     )
     write_card(folder, f"---\n{front_matter(files)}\n---\n")
-    again, n = load_docs(task, tmp_path / "c", None)
-    assert n == 2 and [d["answer"] for d in again] == ["Carol", "Dan"]
+    again = open_docs(task, tmp_path / "c", None)
+    assert again.n_original == 2 and [d["answer"] for d in again.docs] == ["Carol", "Dan"]

@@ -6,12 +6,12 @@ import json
 import pytest
 
 from lalm_eval.errors import ConfigError
-from lalm_eval.evaluator import evaluate
 from lalm_eval.llm.base import TextLLM
 from lalm_eval.metrics.scoring import ScoreItem, ScoringContext, make_metric
 from lalm_eval.metrics.text import token_f1
 from lalm_eval.report.assemble import write_outputs
 from lalm_eval.report.results import load_results
+from tests.evaluation_helpers import evaluate_names
 from tests.test_evaluator import Scripted, dataset_dir  # noqa: F401 - fixture reused
 
 
@@ -59,11 +59,13 @@ metadata: {{version: 1, breakdown: [language]}}
 
 
 def test_judge_missing_without_llm_is_reported_not_zero(judged_tasks, tmp_path):
-    run = evaluate(Scripted(), ["who_judged"], include_path=[judged_tasks], cache_dir=tmp_path / "c", use_cache=False)
-    r = run["results"]["who_judged"]
-    assert r["summary"]["llm_judge"] is None and "--judge" in r["metrics"]["llm_judge"]["missing"]
-    assert r["summary"]["token_f1"] == 1.0  # the Scripted adapter answers every scored doc right
-    assert r["summary"]["token_f1_ci95"] == [1.0, 1.0]
+    run = evaluate_names(
+        Scripted(), ["who_judged"], include_path=[judged_tasks], cache_dir=tmp_path / "c", use_cache=False
+    )
+    r = run.results["who_judged"]
+    assert r.summary["llm_judge"] is None and "--judge" in r.metrics["llm_judge"]["missing"]
+    assert r.summary["token_f1"] == 1.0  # the Scripted adapter answers every scored doc right
+    assert r.summary["token_f1_ci95"] == [1.0, 1.0]
     files = write_outputs(run, {"model": "scripted"}, tmp_path / "out", log_samples=False)
     report = files["report"].read_text()
     assert "| who_judged | llm_judge | — |" in report and "no LLM judge configured" in report
@@ -73,7 +75,7 @@ def test_judge_missing_without_llm_is_reported_not_zero(judged_tasks, tmp_path):
 
 def test_judge_failures_are_counted_and_excluded(judged_tasks, tmp_path):
     llm = ScriptedJudge()
-    run = evaluate(
+    run = evaluate_names(
         Scripted(),
         ["who_judged"],
         include_path=[judged_tasks],
@@ -81,18 +83,18 @@ def test_judge_failures_are_counted_and_excluded(judged_tasks, tmp_path):
         use_cache=False,
         judge_llm=llm,
     )
-    r = run["results"]["who_judged"]
-    info = r["metrics"]["llm_judge"]
+    r = run.results["who_judged"]
+    info = r.metrics["llm_judge"]
     # 4 scored docs: answers Bob, Bob, Alice, Alice → the two 'Alice' replies carry no JSON
     assert info["judge_failures"] == 2 and info["n"] == 2
-    assert r["summary"]["llm_judge"] == 1.0  # the mean of the two judged items, failures left out
-    assert r["counters"]["llm_judge_failures"] == 2
+    assert r.summary["llm_judge"] == 1.0  # the mean of the two judged items, failures left out
+    assert r.counters["llm_judge_failures"] == 2
     assert info["judge"]["model"] == "judge-1" and info["judge"]["judge"] == "palm_captioning"
-    failed = [row for row in run["_samples"]["who_judged"] if row.get("metric_errors", {}).get("llm_judge")]
+    failed = [row for row in run.results["who_judged"].rows if row.get("metric_errors", {}).get("llm_judge")]
     assert len(failed) == 2 and all(row["metrics"]["llm_judge"] is None for row in failed)
     calls = llm.calls
 
-    again = evaluate(
+    again = evaluate_names(
         Scripted(),
         ["who_judged"],
         include_path=[judged_tasks],
@@ -102,7 +104,7 @@ def test_judge_failures_are_counted_and_excluded(judged_tasks, tmp_path):
     )
     # rescoring: successes from the judge cache, only the failures are asked again (twice each)
     assert llm.calls - calls == 4
-    assert again["results"]["who_judged"]["metrics"]["llm_judge"]["judge_cache_hits"] == 2
+    assert again.results["who_judged"].metrics["llm_judge"]["judge_cache_hits"] == 2
     results = load_results(write_outputs(again, {"model": "s"}, tmp_path / "o", log_samples=False)["results"])
     assert results["metric_info"]["who_judged"]["llm_judge"]["judge_failures"] == 2
     assert results["results"]["who_judged"]["llm_judge,none"] == 1.0
@@ -182,7 +184,7 @@ class EmptyOrChinese(Scripted):
 
 def test_empty_and_other_language_responses_are_scored_not_dropped(judged_tasks, tmp_path):
     llm = ScriptedJudge()
-    run = evaluate(
+    run = evaluate_names(
         EmptyOrChinese(),
         ["who_judged"],
         include_path=[judged_tasks],
@@ -190,14 +192,14 @@ def test_empty_and_other_language_responses_are_scored_not_dropped(judged_tasks,
         use_cache=False,
         judge_llm=llm,
     )
-    rows = {r["doc_id"]: r for r in run["_samples"]["who_judged"]}
+    rows = {r["doc_id"]: r for r in run.results["who_judged"].rows}
     # an empty answer is an answer: every metric scores it (0 for the reference metrics), no error
     assert rows[0]["response"] == "" and rows[0]["error"] is None
     assert rows[0]["metrics"]["token_f1"] == 0.0 and rows[0]["metrics"]["bleu"] == 0.0
     assert rows[0]["metrics"]["llm_judge"] == 1.0  # the (scripted) judge saw it and decided
     # a Chinese answer to an English item: scored against the English reference, not skipped
     assert rows[2]["metrics"]["token_f1"] == 0.0 and rows[2]["metrics"]["llm_judge"] == 1.0
-    info = run["results"]["who_judged"]["metrics"]
+    info = run.results["who_judged"].metrics
     assert info["token_f1"]["n"] == 4 and info["llm_judge"]["judge_failures"] == 2  # docs 3, 5 answer "Alice"
 
 

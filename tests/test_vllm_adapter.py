@@ -473,7 +473,7 @@ def t64(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("vllm")
     # datasets only (the embedded PALM build, made once per machine, as the CLI does); responses are
-    # never cached in these tests (--no_cache, check's own use_cache=False, prepare_runs without a cache)
+    # never cached in these tests (--no_cache, check's own use_cache=False, decoded_requests without a cache)
     cache = os.environ.get("LALM_VLLM_TEST_CACHE", str(DEFAULT_CACHE))
     return {"model": str(make_tiny_model("qwen2_audio", root / "t64", head_dim=64)), "cache": cache, "root": root}
 
@@ -604,10 +604,11 @@ def test_sampling_kwargs_build_real_sampling_params():
 
 @pytest.mark.vllm
 def test_multi_audio_enroll_requests_match_hf(engines, t64):
-    from lalm_eval.evaluator import prepare_runs
+    from lalm_eval.evaluation.docs import open_tasks
+    from lalm_eval.evaluation.requests import decoded_requests
 
-    _, _, runs = prepare_runs(engines["vllm"], ["palm_recognition_enroll"], limit=8, cache_dir=Path(t64["cache"]))
-    reqs = runs[0].requests
+    (opened,) = open_tasks(["palm_recognition_enroll"], limit=8, cache_dir=Path(t64["cache"])).opened
+    reqs = decoded_requests(opened.task, opened.docs, engines["vllm"].identity())
     assert max(len(r.audios) for r in reqs) >= 2
     ours, theirs = engines["vllm"].generate(reqs), engines["hf"].generate(reqs, batch_size=4)
     assert all(r.text is not None for r in ours)

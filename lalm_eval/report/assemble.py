@@ -1,13 +1,18 @@
-"""From an :func:`lalm_eval.evaluator.evaluate` run to the files a user reads: the results JSON
-(lm-eval layout), per-task sample logs, a Markdown report with breakdown tables, and PNG plots."""
+"""From an :class:`~lalm_eval.evaluation.run.EvalRun` (what :func:`lalm_eval.evaluation.run.evaluate`
+returns) to the files a user reads: the results JSON (lm-eval layout), per-task sample logs, a
+Markdown report with breakdown tables, and PNG plots."""
 
 from __future__ import annotations
 
 import datetime as _dt
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lalm_eval.report.results import metric_key, task_entry, timestamp, write_results, write_samples
 from lalm_eval.report.tables import _markdown, breakdown
+
+if TYPE_CHECKING:
+    from lalm_eval.evaluation.run import EvalRun
 
 
 def _plain(value):
@@ -23,35 +28,35 @@ def _plain(value):
     return value
 
 
-def results_document(run: dict, config: dict) -> dict:
+def results_document(run: EvalRun, config: dict) -> dict:
     results, configs, versions, n_samples, hib, hashes, errors = {}, {}, {}, {}, {}, {}, {}
     metric_info = {}
-    for task in run["tasks"]:
-        r = run["results"][task.name]
-        metrics = {k: v for k, v in r["summary"].items() if not k.endswith(("_stderr", "_ci95"))}
-        stderrs = {k[: -len("_stderr")]: v for k, v in r["summary"].items() if k.endswith("_stderr")}
+    for task in run.tasks:
+        r = run.results[task.name]
+        metrics = {k: v for k, v in r.summary.items() if not k.endswith(("_stderr", "_ci95"))}
+        stderrs = {k[: -len("_stderr")]: v for k, v in r.summary.items() if k.endswith("_stderr")}
         results[task.name] = task_entry(task.alias, metrics, stderrs)
         for name in metrics:  # the 95 % bootstrap interval beside each value
-            results[task.name][metric_key(f"{name}_ci95")] = r["summary"].get(f"{name}_ci95")
-        metric_info[task.name] = r.get("metrics", {})
+            results[task.name][metric_key(f"{name}_ci95")] = r.summary.get(f"{name}_ci95")
+        metric_info[task.name] = r.metrics
         configs[task.name] = _plain(task.config.to_dict())
         versions[task.name] = task.version
         n_samples[task.name] = {
-            "original": r["n"]["original"],
-            "effective": r["n"]["effective"],
-            "scored": r["n"]["scored"],
+            "original": r.n["original"],
+            "effective": r.n["effective"],
+            "scored": r.n["scored"],
         }
         hib[task.name] = {m["metric"]: m["higher_is_better"] for m in task.config.metric_list or []}
         hashes[task.name] = task.task_hash
-        if r["errors"]:
-            errors[task.name] = r["errors"]
+        if r.errors:
+            errors[task.name] = r.errors
     groups = {
-        g: {"alias": g, **{metric_key(k): v for k, v in e.items() if k != "subtasks"}} for g, e in run["groups"].items()
+        g: {"alias": g, **{metric_key(k): v for k, v in e.items() if k != "subtasks"}} for g, e in run.groups.items()
     }
     return {
         "results": results,
         "groups": groups,
-        "group_subtasks": {g: e["subtasks"] for g, e in run["groups"].items()},
+        "group_subtasks": {g: e["subtasks"] for g, e in run.groups.items()},
         "configs": configs,
         "versions": versions,
         "n-samples": n_samples,
@@ -59,14 +64,14 @@ def results_document(run: dict, config: dict) -> dict:
         "config": config,
         "task_hashes": hashes,
         "metric_info": metric_info,
-        "cache": run["cache"],
+        "cache": run.cache,
         "errors": errors,
-        "sample_info": {t.name: run["results"][t.name].get("samples", {}) for t in run["tasks"]},
-        "usage": run.get("usage", {}),
-        "budget": run.get("budget"),
-        "model_identity": run.get("model_identity", {}),
-        "adapter_counters": run.get("adapter_counters", {}),
-        "total_evaluation_time_seconds": round(run["seconds"], 3),
+        "sample_info": {t.name: run.results[t.name].sample_info for t in run.tasks},
+        "usage": run.usage,
+        "budget": run.budget,
+        "model_identity": run.model_identity,
+        "adapter_counters": run.adapter_counters,
+        "total_evaluation_time_seconds": round(run.seconds, 3),
         "date": _dt.datetime.now().timestamp(),
     }
 
@@ -77,22 +82,22 @@ def _fmt(v, ci=None) -> str:
     return f"{v:.4f}" + (f" [{ci[0]:.4f}, {ci[1]:.4f}]" if ci else "")
 
 
-def missing_reasons(run: dict) -> dict[str, str]:
+def missing_reasons(run: EvalRun) -> dict[str, str]:
     """{metric: why it has no value} over all tasks (e.g. the LLM judge without --judge)."""
     out = {}
-    for r in run["results"].values():
-        for name, info in (r.get("metrics") or {}).items():
+    for r in run.results.values():
+        for name, info in (r.metrics or {}).items():
             if isinstance(info, dict) and info.get("missing"):
                 out.setdefault(name, info["missing"])
     return out
 
 
-def metric_details(run: dict) -> dict[str, dict[str, str]]:
+def metric_details(run: EvalRun) -> dict[str, dict[str, str]]:
     """{task: {metric: what its numbers rest on}} for the layouts' footnotes: BERTScore's backbone,
     the judge and its model."""
     out: dict[str, dict[str, str]] = {}
-    for task, r in run["results"].items():
-        for name, info in (r.get("metrics") or {}).items():
+    for task, r in run.results.items():
+        for name, info in (r.metrics or {}).items():
             if not isinstance(info, dict):
                 continue
             if info.get("backbone"):  # BERTScore: per language, and "not comparable" where so
@@ -117,11 +122,11 @@ def _classification_detail(out: dict, task: str, name: str, info: dict) -> None:
         out.setdefault(task, {})[f"{name}:error_types"] = text
 
 
-def _notes(run: dict) -> list[str]:
+def _notes(run: EvalRun) -> list[str]:
     """What each metric's numbers rest on: BLEU tokenizers, backbones, judges, failures, agreement."""
     lines = []
-    for task in run["tasks"]:
-        for name, info in (run["results"][task.name].get("metrics") or {}).items():
+    for task in run.tasks:
+        for name, info in (run.results[task.name].metrics or {}).items():
             bits = [
                 f"{k}: {info[k]}"
                 for k in (
@@ -152,13 +157,13 @@ def _notes(run: dict) -> list[str]:
     return lines
 
 
-def run_notes(run: dict) -> list[str]:
+def run_notes(run: EvalRun) -> list[str]:
     """What the model did not hear, what failed and why, and what the provider billed — per task.
 
     "Audio heard" appears whenever an adapter reported audio seconds (every adapter with an
     audio limit does), so a 60–120 s MSU run on a 30 s model says how much was cut.
     """
-    info = {t.name: run["results"][t.name].get("samples") or {} for t in run["tasks"]}
+    info = {t.name: run.results[t.name].sample_info or {} for t in run.tasks}
     lines = []
     timed = {k: v for k, v in info.items() if "audio_s" in v}
     if timed:
@@ -219,7 +224,7 @@ def run_notes(run: dict) -> list[str]:
                 + " | ".join(str(v.get("usage", {}).get(f, 0)) for f in fields)
                 + f" | {cost} | {', '.join(v.get('model_ids', [])) or '—'} |"
             )
-        cached = (run.get("usage") or {}).get("usage_cached") or {}
+        cached = (run.usage or {}).get("usage_cached") or {}
         if cached:
             lines += [
                 "",
@@ -227,10 +232,10 @@ def run_notes(run: dict) -> list[str]:
                 + ", ".join(f"{k} {v}" for k, v in sorted(cached.items()))
                 + " (not in the table).",
             ]
-        ids = (run.get("usage") or {}).get("model_ids", [])
+        ids = (run.usage or {}).get("model_ids", [])
         if len(ids) > 1:
             lines += ["", f"**The provider answered with {len(ids)} different model ids: {', '.join(ids)}.**"]
-    budget = run.get("budget")
+    budget = run.budget
     if budget:
         lines += [
             "",
@@ -250,7 +255,7 @@ def _judge_spread(info: dict) -> str:
     return f"; judge SD {spread['run_mean_sd']:.4f} over {spread['samples']} verdicts"
 
 
-def _cut_header(run: dict) -> list[str]:
+def _cut_header(run: EvalRun) -> list[str]:
     """The header's bold line per task whose audio was cut (:mod:`lalm_eval.report.audio_heard`)."""
     from lalm_eval.report.audio_heard import run_cut_lines
 
@@ -258,7 +263,7 @@ def _cut_header(run: dict) -> list[str]:
     return [x for line in cut for x in (line, "")]
 
 
-def markdown_report(run: dict, model_name: str) -> str:
+def markdown_report(run: EvalRun, model_name: str) -> str:
     lines = [
         f"# lalm-eval report: {model_name}",
         "",
@@ -270,14 +275,14 @@ def markdown_report(run: dict, model_name: str) -> str:
         "|---|---|---|---|---|",
     ]
     missing = missing_reasons(run)
-    for task in run["tasks"]:
-        r = run["results"][task.name]
+    for task in run.tasks:
+        r = run.results[task.name]
         for m in [x["metric"] for x in task.config.metric_list or []]:
-            info = (r.get("metrics") or {}).get(m, {})
-            n = info.get("n", r["n"]["scored"])
+            info = (r.metrics or {}).get(m, {})
+            n = info.get("n", r.n["scored"])
             lines.append(
-                f"| {task.name} | {m} | {_fmt(r['summary'].get(m), r['summary'].get(f'{m}_ci95'))}"
-                f"{_judge_spread(info)} | {n} / {r['n']['effective']} | {len(r['errors'])} |"
+                f"| {task.name} | {m} | {_fmt(r.summary.get(m), r.summary.get(f'{m}_ci95'))}"
+                f"{_judge_spread(info)} | {n} / {r.n['effective']} | {len(r.errors)} |"
             )
     if missing:
         lines += [""] + [f"— {m}: {why}" for m, why in missing.items()]
@@ -285,16 +290,16 @@ def markdown_report(run: dict, model_name: str) -> str:
     if notes:
         lines += ["", "### Metric notes", ""] + notes
     lines += run_notes(run)
-    if run["groups"]:
+    if run.groups:
         lines += ["", "| group | metric | value |", "|---|---|---|"]
-        for g, e in run["groups"].items():
+        for g, e in run.groups.items():
             for k, v in e.items():
                 if k != "subtasks":
                     lines.append(f"| {g} | {k} | {_fmt(v)} |")
-    for task in run["tasks"]:
+    for task in run.tasks:
         metrics = [x["metric"] for x in task.config.metric_list or []]
-        rows = [with_details(r) for r in run["_samples"][task.name] if "metrics" in r]
-        left_out = (run["results"][task.name].get("samples") or {}).get("excluded") or {}
+        rows = [with_details(r) for r in run.results[task.name].rows if "metrics" in r]
+        left_out = (run.results[task.name].sample_info or {}).get("excluded") or {}
         for entry in (task.config.metadata or {}).get("breakdown", []):
             by = [entry] if isinstance(entry, str) else list(entry)
             if not any(all(f in r for f in by) for r in rows):
@@ -343,18 +348,18 @@ def breakdown_table(rows: list[dict], by: list[str], metrics: list[str]) -> str:
     return _markdown(header, body)
 
 
-def rows_by_report(run: dict, model_name: str, index) -> dict[str, list[dict]]:
+def rows_by_report(run: EvalRun, model_name: str, index) -> dict[str, list[dict]]:
     """{report name: scored sample rows of the tasks declaring ``metadata.report``}, tagged as the
     report declares (:func:`lalm_eval.report.layouts.tag_rows`)."""
     from lalm_eval.report.layouts import tag_rows
 
     out: dict[str, list[dict]] = {}
-    for task in run["tasks"]:
+    for task in run.tasks:
         meta = task.config.metadata or {}
         if meta.get("report"):
             out.setdefault(meta["report"], []).extend(
                 tag_rows(
-                    run["_samples"][task.name],
+                    run.results[task.name].rows,
                     model=model_name,
                     task=task.name,
                     metadata=meta,
@@ -364,14 +369,14 @@ def rows_by_report(run: dict, model_name: str, index) -> dict[str, list[dict]]:
     return out
 
 
-def layout_index_for(run: dict):
+def layout_index_for(run: EvalRun):
     """The layouts of the installed task folders and of every folder a run's tasks came from."""
     from lalm_eval.report.layouts import LayoutIndex
 
-    return LayoutIndex.load(sorted({str(t.folder) for t in run["tasks"] if getattr(t, "folder", None)}))
+    return LayoutIndex.load(sorted({str(t.folder) for t in run.tasks if getattr(t, "folder", None)}))
 
 
-def write_outputs(run: dict, config: dict, output_path: str | Path, log_samples: bool) -> dict[str, Path]:
+def write_outputs(run: EvalRun, config: dict, output_path: str | Path, log_samples: bool) -> dict[str, Path]:
     """The results JSON, the samples JSONL (``log_samples``), the Markdown report and the plots;
     every text in them passes :func:`lalm_eval.redaction.redact` (no API key is written)."""
     from lalm_eval.redaction import redact, redact_value
@@ -380,7 +385,7 @@ def write_outputs(run: dict, config: dict, output_path: str | Path, log_samples:
     stamp = timestamp()
     files = {"results": write_results(out, redact_value(results_document(run, config)), stamp=stamp)}
     if log_samples:
-        for name, rows in run["_samples"].items():
+        for name, rows in run.samples.items():
             files[f"samples_{name}"] = write_samples(out, name, (redact_value(row) for row in rows), stamp=stamp)
     from lalm_eval.report.layouts import render_reports, report_plots
 

@@ -50,13 +50,13 @@ def limit_line(counters: Mapping | None) -> str | None:
     return f"The model hears {heard} of each audio: {counters.get('audio_limit_source') or 'source not recorded'}."
 
 
-def run_cut_lines(run: Mapping) -> list[str]:
-    """:func:`cut_lines` for each task of an :func:`lalm_eval.evaluator.evaluate` run, with the
+def run_cut_lines(run) -> list[str]:
+    """:func:`cut_lines` for each task of an :class:`~lalm_eval.evaluation.run.EvalRun`, with the
     adapter's own ``long_audio`` policy (its identity), then the limit's source when any was cut."""
-    policy = (run.get("model_identity") or {}).get("long_audio")
+    policy = (run.model_identity or {}).get("long_audio")
     lines = []
-    for task in run["tasks"]:
-        rows = [{**r, "task_name": task.name} for r in (run.get("_samples") or {}).get(task.name, [])]
+    for task in run.tasks:
+        rows = [{**r, "task_name": task.name} for r in run.results[task.name].rows]
         lines += cut_lines(rows, policy=policy)
-    source = limit_line(run.get("adapter_counters"))
+    source = limit_line(run.adapter_counters)
     return lines + ([source] if lines and source else [])

@@ -2,8 +2,11 @@
 
 An lm-eval user reads our YAML as theirs, with these departures, each an error rather than a
 silent difference: only ``output_type: generate_until``; every metric states ``aggregation``
-and ``higher_is_better``, and its name, options and aggregation are checked when the task loads
-(:func:`lalm_eval.metrics.scoring.make_metric`); ``metadata.version`` is required; a string ``doc_to_text`` /
+and ``higher_is_better``, and is built once, when the task loads (:func:`lalm_eval.metrics.scoring.make_metric`:
+name, options and aggregation checked), as is every ``filter_list`` step
+(:func:`lalm_eval.evaluation.filters.build_filters`; one pipeline per task); ``process_results``
+is refused (metrics come from ``metric_list``); ``validation_split`` is what lm-eval makes it, the
+split evaluated when ``test_split`` is unset; ``metadata.version`` is required; a string ``doc_to_text`` /
 ``doc_to_target`` / ``doc_to_audio`` / ``description`` is always a Jinja2 template (never a
 column name); lmms-eval's ``doc_to_messages`` (a ``!function`` returning chat messages or the user
 turn's interleaved text/audio parts) and one key of ours, ``hooks`` (named ``!function`` hooks,
@@ -22,6 +25,7 @@ import jinja2
 import jinja2.nativetypes
 
 from lalm_eval.errors import ConfigError, UnknownNameError
+from lalm_eval.evaluation.filters import build_filters
 from lalm_eval.metrics.scoring import make_metric
 from lalm_eval.tasks.gen_kwargs import check_gen_kwargs
 from lalm_eval.tasks.loader import FunctionRef, load_yaml
@@ -82,12 +86,18 @@ class TaskConfig:
     @classmethod
     def from_dict(cls, data: dict, file: str | Path = "<dict>") -> TaskConfig:
         """Build and validate; an unknown, missing or mistyped key is a ConfigError naming ``file``."""
+        return cls.resolve(data, file)[0]
+
+    @classmethod
+    def resolve(cls, data: dict, file: str | Path = "<dict>") -> tuple[TaskConfig, list, list]:
+        """:meth:`from_dict`, and what its checks built: the ``metric_list`` entries' metrics and the
+        ``filter_list``'s pipelines (a :class:`~lalm_eval.tasks.task.Task` owns them)."""
         check_known_keys(cls, data, file, "task")
         if "task" not in data:
             raise ConfigError(f"{file}: missing key 'task' (the task's name); add task: <name>")
         config = cls(**data)
-        _validate_task(config, str(file))
-        return config
+        metrics, filters = _validate_task(config, str(file))
+        return config, metrics, filters
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> TaskConfig:
@@ -182,7 +192,7 @@ def check_template(file: str, key: str, value, bare_name_check: bool = True) -> 
         )
 
 
-def _validate_task(c: TaskConfig, file: str) -> None:
+def _validate_task(c: TaskConfig, file: str) -> tuple[list, list]:
     if not isinstance(c.task, str) or not c.task.strip() or "," in c.task:
         _fail(file, "task", f"must be a non-empty name without commas, got {c.task!r}", "give the task a name")
     for key in ("task_alias", "dataset_path", "dataset_name", "test_split", "validation_split", "training_split"):
@@ -204,6 +214,15 @@ def _validate_task(c: TaskConfig, file: str) -> None:
         )
     for key in ("process_docs", "process_results", "doc_to_messages"):
         _want(file, key, getattr(c, key), (FunctionRef,), "a !function module.fn")
+    if c.process_results is not None:
+        _fail(
+            file,
+            "process_results",
+            f"{c.process_results.spec} is not run: lalm-eval scores every task with its metric_list "
+            "(lm-eval's process_results(doc, results) -> {metric: value} is not supported)",
+            "remove process_results and score with metric_list entries (a !function metric is called "
+            "with (prediction, reference))",
+        )
     for key in ("doc_to_text", "doc_to_target", "doc_to_audio", "doc_to_subjects"):
         check_template(file, key, getattr(c, key))
     _want(file, "description", c.description, (str,), "a Jinja2 template string")
@@ -222,8 +241,8 @@ def _validate_task(c: TaskConfig, file: str) -> None:
             f"{c.output_type!r} is not supported",
             f"lalm-eval runs generative tasks only: {', '.join(SUPPORTED_OUTPUT_TYPES)}",
         )
-    _validate_metrics(c.metric_list, file)
-    _validate_filters(c.filter_list, file)
+    metrics = _validate_metrics(c.metric_list, file)
+    filters = build_filters(c.filter_list, file)
     if not isinstance(c.metadata, dict) or "version" not in c.metadata:
         _fail(
             file,
@@ -236,10 +255,13 @@ def _validate_task(c: TaskConfig, file: str) -> None:
         _want(file, f"hooks.{name}", ref, (FunctionRef,), "a !function module.fn")
         if ref is None:
             _fail(file, f"hooks.{name}", "must be a !function module.fn, got null", f"write {name}: !function utils.fn")
+    return metrics, filters
 
 
-def _validate_metrics(metrics, file: str) -> None:
+def _validate_metrics(metrics, file: str) -> list:
+    """Every ``metric_list`` entry checked and its metric built (in entry order)."""
     _want(file, "metric_list", metrics, (list,), "a list of {metric, aggregation, higher_is_better}")
+    built = []
     for i, m in enumerate(metrics or []):
         if not isinstance(m, dict) or "metric" not in m:
             _fail(
@@ -281,64 +303,12 @@ def _validate_metrics(metrics, file: str) -> None:
             )
         # the metric itself: a registered name, its options and the aggregation it accepts
         try:
-            make_metric(m, where=f"{file}: metric_list[{i}]")
+            built.append(make_metric(m, where=f"{file}: metric_list[{i}]"))
         except UnknownNameError as exc:  # the registry's message lists the names; say what to do
             if "; " in str(exc):
                 raise
             raise UnknownNameError(f"{exc}; name one of these metrics or a !function module.fn") from None
-
-
-#: the filter functions :func:`lalm_eval.evaluator.apply_filters` runs, and the keys each step takes
-FILTER_FUNCTIONS = {"regex": {"regex_pattern", "group_select"}, "take_first": set(), "strip": set()}
-
-
-def _validate_filters(filters, file: str) -> None:
-    """Every filter step names a function the evaluator runs, with its options (checked now, not
-    after the model has answered)."""
-    _want(file, "filter_list", filters, (list,), "a list of {name, filter: [{function, ...}]}")
-    for i, f in enumerate(filters or []):
-        steps = f.get("filter") if isinstance(f, dict) else None
-        if not isinstance(f, dict) or not isinstance(f.get("name"), str) or not isinstance(steps, list):
-            _fail(
-                file,
-                f"filter_list[{i}]",
-                f"must be a mapping with 'name' and a 'filter' list, got {f!r}",
-                "write - {name: answer, filter: [{function: take_first}]}",
-            )
-        for j, step in enumerate(steps):
-            where = f"filter_list[{i}].filter[{j}]"
-            if not isinstance(step, dict) or "function" not in step:
-                _fail(file, where, f"must be a mapping with a 'function', got {step!r}", "write {function: take_first}")
-            function = step["function"]
-            if function not in FILTER_FUNCTIONS:
-                close = difflib.get_close_matches(str(function), list(FILTER_FUNCTIONS), n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                _fail(
-                    file,
-                    where,
-                    f"unknown filter function {function!r}{hint}",
-                    f"use one of {', '.join(FILTER_FUNCTIONS)}",
-                )
-            extra = sorted(set(step) - {"function"} - FILTER_FUNCTIONS[function])
-            if extra:
-                known = ", ".join(sorted(FILTER_FUNCTIONS[function])) or "none"
-                _fail(file, where, f"{function}: unknown key(s) {extra}", f"the keys it takes: {known}")
-            if function == "regex":
-                pattern = step.get("regex_pattern")
-                if not isinstance(pattern, str):
-                    _fail(file, where, f"regex: regex_pattern must be a string, got {pattern!r}", "quote the pattern")
-                try:
-                    re.compile(pattern, flags=re.S)
-                except re.error as exc:
-                    _fail(file, where, f"regex: regex_pattern {pattern!r} does not compile ({exc})", "fix the pattern")
-                select = step.get("group_select", 0)
-                if isinstance(select, bool) or not isinstance(select, int):
-                    _fail(
-                        file,
-                        where,
-                        f"regex: group_select must be a whole number, got {select!r}",
-                        "write e.g. group_select: 0 (the first match) or -1 (the last)",
-                    )
+    return built
 
 
 def _validate_group(g: GroupConfig, file: str) -> None:

@@ -1,11 +1,15 @@
-"""A loaded task: its config, its folder, its hash, and how one doc becomes a prompt and audio.
+"""A loaded task: its config, its folder, its hash, its resolved metrics and filters, and how one
+doc becomes a prompt and audio.
 
-Loading docs is the evaluator's job; a :class:`Task` only turns a doc (a dict of dataset
-fields) into text, target, audio and chat messages, as its YAML says.
+Loading docs is the evaluation's docs stage (:mod:`lalm_eval.evaluation.docs`); a :class:`Task`
+only turns a doc (a dict of dataset fields) into text, target, audio and chat messages, as its
+YAML says, and owns the ``metric_list`` metrics and ``filter_list`` pipelines built once when it
+loaded.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import inspect
@@ -22,16 +26,48 @@ from lalm_eval.tasks.loader import FunctionRef, load_yaml
 
 
 class Task:
-    def __init__(self, config: TaskConfig, yaml_file: str | Path):
+    def __init__(
+        self, config: TaskConfig, yaml_file: str | Path, metrics: list | None = None, filters: list | None = None
+    ):
         self.config = config
         self.yaml_file = Path(yaml_file).resolve()
         self.folder = self.yaml_file.parent
         self._templates: dict[str, jinja2.Template] = {}
+        self._resolved = (metrics, filters) if metrics is not None and filters is not None else None
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> Task:
         path = Path(path).resolve()
-        return cls(TaskConfig.from_dict(load_yaml(path), path), path)
+        config, metrics, filters = TaskConfig.resolve(load_yaml(path), path)
+        return cls(config, path, metrics, filters)
+
+    def replaced(self, **changes) -> Task:
+        """A copy reading other data (``dataset_path``, ``test_split`` …): the same YAML, metrics
+        and filters (``changes`` may not touch ``metric_list`` / ``filter_list``)."""
+        if {"metric_list", "filter_list"} & set(changes):
+            raise ValueError("Task.replaced: build a new Task to change metric_list or filter_list")
+        return Task(dataclasses.replace(self.config, **changes), self.yaml_file, self.metrics, self.filters)
+
+    @property
+    def metrics(self) -> list:
+        """The :class:`~lalm_eval.metrics.scoring.Metric` of each ``metric_list`` entry, in order."""
+        return self._resolve()[0]
+
+    @property
+    def filters(self) -> list:
+        """The ``filter_list`` pipelines (:class:`~lalm_eval.evaluation.filters.FilterPipeline`)."""
+        return self._resolve()[1]
+
+    def _resolve(self) -> tuple[list, list]:
+        if self._resolved is None:  # a Task built from a config: its checks run (and build) now
+            _, metrics, filters = TaskConfig.resolve(self.config.to_dict(), self.yaml_file)
+            self._resolved = (metrics, filters)
+        return self._resolved
+
+    @property
+    def eval_split(self) -> str:
+        """The split evaluated: ``test_split``, else ``validation_split`` (lm-eval's eval docs), else ``test``."""
+        return self.config.test_split or self.config.validation_split or "test"
 
     def __repr__(self) -> str:
         return f"Task({self.name!r}, {self.yaml_file})"

@@ -34,7 +34,7 @@ class Example:
     subjects: tuple[str, ...] = ()
 
     def request(self) -> Request:
-        from lalm_eval.evaluator import decode_audio
+        from lalm_eval.evaluation.docs import decode_audio
 
         audios = tuple(decode_audio(a) for a in self.raw_audios)
         return Request(self.task, self.doc_id, audios, self.messages, {}, subjects=self.subjects)
@@ -44,7 +44,7 @@ def training_examples(
     task_names: list[str], cache_dir: Path, include_path=None, speakers: str | None = None, limit: int | None = None
 ) -> list[Example]:
     """Examples of every task's ``training_split`` (filtered by speaker count, ``limit`` per task)."""
-    from lalm_eval.evaluator import load_docs, naming_task
+    from lalm_eval.evaluation.docs import naming_task, open_docs
     from lalm_eval.tasks import TaskManager
 
     if speakers is not None and speakers not in FILTERS:
@@ -59,7 +59,7 @@ def training_examples(
                 f"fine-tunes on a task's training_split (add e.g. `training_split: train`)"
             )
         with naming_task(task):  # a missing dataset, config or split: said with the task's name
-            docs, _ = load_docs(task, cache_dir, None, split=split)
+            docs = open_docs(task, cache_dir, None, split=split).docs
         kept = []
         for doc_id, doc in enumerate(docs):
             if speakers is not None:

@@ -2,7 +2,7 @@
 
 ``--eval_split validation`` evaluates the model being trained on that split of each task's dataset
 at the end of every epoch (or every ``--eval_steps`` steps), through the harness itself: the
-tasks' own prompts, generation kwargs, filters and ``metric_list`` (:func:`lalm_eval.evaluator.evaluate`
+tasks' own prompts, generation kwargs, filters and ``metric_list`` (:func:`lalm_eval.evaluation.run.evaluate`
 on copies of the tasks whose ``test_split`` is the validation split; no response cache, since the
 weights change between evaluations). ``--select best:<metric>`` keeps the checkpoint with the best
 value of that metric (the mean over the tasks that report it; higher or lower is better as the
@@ -51,6 +51,7 @@ class ValidationPlan:
     metric: str | None
     greater_is_better: bool = True
     docs_per_task: dict = dataclasses.field(default_factory=dict)
+    opened: object = None  # lalm_eval.evaluation.docs.OpenedTasks: the copies' docs, opened once
 
     def describe(self) -> dict:
         return {
@@ -93,12 +94,12 @@ def plan_validation(
 ) -> ValidationPlan:
     """The tasks of ``task_names`` reading ``split``, their docs opened once (the split exists, its
     first doc renders) and the selection metric checked against their ``metric_list``."""
-    from lalm_eval.evaluator import naming_task, open_docs, probe_doc
+    from lalm_eval.evaluation.docs import OpenedTasks, naming_task, open_docs, probe_doc
     from lalm_eval.metrics.scoring import metric_name
-    from lalm_eval.tasks import Task, TaskManager
+    from lalm_eval.tasks import TaskManager
 
     manager = TaskManager(include_paths=include_path)
-    tasks, docs = [], {}
+    tasks, docs, opened = [], {}, []
     for task in [manager.load_task(n) for n in manager.resolve(task_names)]:
         splits = _splits_of(task, Path(cache_dir))
         if splits is not None and split not in splits:
@@ -107,20 +108,22 @@ def plan_validation(
                 f"split {split!r}, its splits are {', '.join(splits)}; give one of them, or build the dataset "
                 "with a validation split"
             )
-        copy = Task(dataclasses.replace(task.config, test_split=split), task.yaml_file)
+        copy = task.replaced(test_split=split)
         try:
             with naming_task(copy):
-                opened, n = open_docs(copy, Path(cache_dir), limit)
-                probe_doc(copy, opened)
+                one = open_docs(copy, Path(cache_dir), limit)
+                probe_doc(copy, one.docs)
         except LalmEvalError as exc:
             raise ConfigError(f"--eval_split {split}: {exc}") from None
-        if not len(opened):
+        if not len(one):
             raise ConfigError(
                 f"--eval_split {split}: task {task.name!r} has no docs in split {split!r}; "
                 "give a split with docs, or leave out --eval_split"
             )
+        one.park()  # mapped again when validation reads it
         tasks.append(copy)
-        docs[copy.name] = len(opened)
+        opened.append(one)
+        docs[copy.name] = len(one)
     greater = True
     if metric is not None:
         entries = {metric_name(e): e for t in tasks for e in (t.config.metric_list or [])}
@@ -132,54 +135,39 @@ def plan_validation(
                 f"they report {', '.join(entries)}; {SELECT_FIX}"
             )
         greater = bool(entries[metric].get("higher_is_better", True))
-    return ValidationPlan(split, tasks, manager, include_path, Path(cache_dir), limit, metric, greater, docs)
+    every = OpenedTasks([t.name for t in tasks], manager, opened, Path(cache_dir), limit)
+    return ValidationPlan(split, tasks, manager, include_path, Path(cache_dir), limit, metric, greater, docs, every)
 
 
 def plan_subjects(plan: ValidationPlan) -> set[str]:
     """Every subject the plan's docs name (``doc_to_subjects``; no audio decoded): per-speaker prompt
     tuning checks them against the training subjects before it trains."""
-    from lalm_eval.evaluator import open_docs
-
-    return {
-        str(n) for t in plan.tasks for doc in open_docs(t, plan.cache_dir, plan.limit)[0] for n in t.subjects_of(doc)
-    }
+    return {str(n) for o in plan.opened.opened for doc in o.docs for n in o.task.subjects_of(doc)}
 
 
 def evaluate_now(adapter, plan: ValidationPlan, batch_size, seed: int = 0) -> dict:
     """Evaluate ``adapter`` (its model as it is now) on the plan's tasks through the harness:
     ``{"value": <selection metric, mean over the tasks reporting it>, "per_task": {task: {metric:
     value}}}``. The model is put in eval mode for it and back in train mode after."""
-    from lalm_eval.evaluator import OpenedTasks, evaluate, open_docs
+    from lalm_eval.evaluation.run import evaluate
 
-    opened = OpenedTasks(
-        [t.name for t in plan.tasks],
-        plan.include_path,
-        plan.manager,
-        plan.tasks,
-        [(*open_docs(t, plan.cache_dir, plan.limit), {}) for t in plan.tasks],
-        plan.cache_dir,
-        plan.limit,
-    )
     model = adapter.model
     was_training = model.training
     model.eval()
     try:
         out = evaluate(
             adapter,
-            opened.names,
-            include_path=plan.include_path,
+            plan.opened,
             batch_size=str(batch_size),
-            limit=plan.limit,
             cache_dir=plan.cache_dir,
             use_cache=False,  # the weights change between evaluations: nothing may come from a cache
             seed=seed,
-            opened=opened,
         )
     finally:
         model.train(was_training)
     per_task = {}
-    for name, result in out["results"].items():
-        summary = result["summary"]
+    for name, result in out.results.items():
+        summary = result.summary
         per_task[name] = {
             k: v
             for k, v in summary.items()
