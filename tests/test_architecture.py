@@ -58,7 +58,6 @@ BENCHMARK_FIELDS = {"n_speakers", "negative_stratum", "queried", "tier", "capabi
 BENCHMARK_NAME = re.compile(r"palm|msu", re.I)
 #: module (or folder) → why it may name a benchmark
 ALLOWED = {
-    "lalm_eval/metrics/hf_evaluate/": "the same paper metric as a local `evaluate` module",
     "lalm_eval/report/forgetting.py": "its heading cites PALM Table 4; the table is of any task declaring "
     "metadata.table: forgetting",
     "lalm_eval/training/data.py": "`lalm-eval train --speakers` filters rows by the PALM field n_speakers",

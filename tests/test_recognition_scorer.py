@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lalm_eval.metrics import recognition
-from lalm_eval.metrics.recognition import (
+from lalm_eval.metrics.agreement import agreement
+from palm_bench import recognition
+from palm_bench.recognition import (
     PresenceResult,
-    agreement,
     extract_names,
     presence_judgments,
     recognition_presence_score,

@@ -274,7 +274,8 @@ out["lalm_bleu"] = load("lalm_bleu").compute(predictions=case["preds"], referenc
 out["lalm_bleu_nolang"] = load("lalm_bleu").compute(predictions=case["preds"], references=case["refs"])
 out["lalm_token_f1"] = load("lalm_token_f1").compute(predictions=case["preds"], references=case["refs"])
 out["lalm_bertscore"] = load("lalm_bertscore").compute(predictions=case["bert_preds"], references=case["bert_refs"], device="cpu")
-module = load("palm_recognition_presence")
+from palm_bench.evaluate_modules import load as palm_load
+module = palm_load("palm_recognition_presence")
 out["palm_features"] = sorted(module.features)
 out["palm_recognition_presence"] = module.compute(predictions=case["preds"], references=case["refs"], questions=case["questions"])
 print("RESULT " + json.dumps(out))
@@ -318,10 +319,13 @@ def test_evaluate_modules_load_offline_from_a_copied_script(evaluate_run):
     out, home = evaluate_run
     assert out["offline"] is True
     assert out["modules_cache"] == str(home / "modules")
+    from palm_bench.evaluate_modules import module_path as palm_module_path
+
     for name in ("lalm_bleu", "lalm_token_f1", "lalm_bertscore", "palm_recognition_presence"):
         copies = list((home / "modules" / "evaluate_modules" / "metrics" / name).glob(f"*/{name}.py"))
         assert len(copies) == 1
-        assert copies[0].read_text() == (Path(module_path(name)) / f"{name}.py").read_text()
+        folder = palm_module_path(name) if name.startswith("palm_") else module_path(name)
+        assert copies[0].read_text() == (Path(folder) / f"{name}.py").read_text()
     assert out["palm_features"] == ["predictions", "questions", "references"]
 
 
@@ -347,7 +351,7 @@ def test_evaluate_bertscore_agrees_with_direct_function(evaluate_run, bert_resul
 
 
 def test_evaluate_recognition_presence_agrees_with_direct_function(evaluate_run):
-    from lalm_eval.metrics.recognition import recognition_presence_score
+    from palm_bench.recognition import recognition_presence_score
 
     out, _ = evaluate_run
     c = EVAL_CASE

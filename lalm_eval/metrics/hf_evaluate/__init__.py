@@ -10,9 +10,9 @@ functions, so ``evaluate.load(module_path("lalm_bleu"))`` works without a networ
 - ``lalm_bertscore``: mean BERTScore (:mod:`lalm_eval.metrics.bertscore`); optional
   ``backbone=``, ``batch_size=``, ``device=``; returns ``f1``/``precision``/``recall`` means plus
   ``backbone`` and ``num_layers``.
-- ``palm_recognition_presence``: mean PALM recognition-presence score
-  (``lalm_eval.metrics.recognition.recognition_presence_score``); inputs predictions, references
-  and ``questions``.
+
+A benchmark ships its own modules the same way (PALM-Bench's rule scorer:
+:mod:`palm_bench.evaluate_modules`), loaded with :func:`load_module`.
 
 ``evaluate.load`` copies the script into ``$HF_MODULES_CACHE`` (default
 ``~/.cache/huggingface/modules/evaluate_modules/metrics/<name>/<hash>/``) and imports it from
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from lalm_eval.errors import ConfigError
 
-MODULES = ("lalm_bleu", "lalm_token_f1", "lalm_bertscore", "palm_recognition_presence")
+MODULES = ("lalm_bleu", "lalm_token_f1", "lalm_bertscore")
 _HERE = Path(__file__).resolve().parent
 
 
@@ -40,7 +40,12 @@ def module_path(name: str) -> str:
 
 def load(name: str, **kwargs):
     """``evaluate.load(module_path(name), keep_in_memory=True, **kwargs)``."""
+    return load_module(module_path(name), **kwargs)
+
+
+def load_module(path: str | Path, **kwargs):
+    """``evaluate.load(path, keep_in_memory=True, **kwargs)``: a local module folder ``<name>/<name>.py``."""
     import evaluate
 
     kwargs.setdefault("keep_in_memory", True)
-    return evaluate.load(module_path(name), **kwargs)
+    return evaluate.load(str(path), **kwargs)

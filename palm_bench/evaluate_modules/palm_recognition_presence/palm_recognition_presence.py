@@ -1,6 +1,6 @@
 """Mean PALM-Bench recognition-presence score, as a local ``evaluate`` metric.
 
-Wraps lalm_eval.metrics.recognition.recognition_presence_score(question, reference, response),
+Wraps palm_bench.recognition.recognition_presence_score(question, reference, response),
 imported when computing.
 """
 
@@ -33,7 +33,7 @@ class PalmRecognitionPresence(evaluate.Metric):
         )
 
     def _compute(self, predictions, references, questions):
-        from lalm_eval.metrics.recognition import recognition_presence_score
+        from palm_bench.recognition import recognition_presence_score
 
         scores = [float(recognition_presence_score(q, r, p)) for q, r, p in zip(questions, references, predictions)]
         return {"recognition_presence": sum(scores) / len(scores) if scores else 0.0}
