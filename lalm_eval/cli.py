@@ -238,7 +238,7 @@ def run_eval(args) -> int:
             raise flag_error(
                 "--judge",
                 exc,
-                "give e.g. --judge openai:model=M,base_url=URL, hf:pretrained=DIR or a preset of lalm_eval/judges/presets.yaml",
+                "give e.g. --judge openai:model=M,base_url=URL, hf:pretrained=DIR or a preset of tasks/*/judge_presets.yaml",
             ) from None
     from lalm_eval.judges.decoding import check_samples
 

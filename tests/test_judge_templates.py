@@ -90,3 +90,22 @@ def test_loading_a_judged_task_imports_no_benchmark_package():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_judge_presets_come_from_the_task_folders(tmp_path, monkeypatch):
+    import lalm_eval.judges as judges
+    from lalm_eval.errors import ConfigError
+    from lalm_eval.resources import tasks_dir
+
+    assert [f.relative_to(tasks_dir()).as_posix() for f in judges.preset_files()] == ["palm/judge_presets.yaml"]
+    assert judges.judge_presets()["palm_paper"]["backend"] == "openai"
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "judge_presets.yaml").write_text("room_judge: {backend: openai, options: {model: m}}\n")
+    monkeypatch.setattr(judges, "preset_files", lambda: sorted(tmp_path.glob(judges.PRESETS_GLOB)))
+    judges.judge_presets.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match=r"b/judge_presets.yaml: preset 'room_judge' is also defined in .*a/"):
+            judges.judge_presets()
+    finally:
+        judges.judge_presets.cache_clear()

@@ -1,10 +1,12 @@
-"""LLM judges: PALM-Bench captioning / recognition / reasoning and MSU-Bench answers and error types.
+"""LLM judges: the machinery (templates, strict verdicts, cache, ``--judge`` specs and presets).
 
-``make_judge(name, llm, cache_dir)`` builds a judge registered in :data:`JUDGES`
-(``palm_captioning``, ``palm_recognition``, ``palm_reasoning``, ``msu``, ``msu_error_type``;
-plug-ins add more through the entry-point group ``lalm_eval.judges``);
+``make_judge(name, llm, cache_dir)`` builds a judge registered in :data:`JUDGES`, every one through
+the entry-point group ``lalm_eval.judges`` (the benchmarks' own: ``palm_captioning``,
+``palm_recognition``, ``palm_reasoning`` from palm_bench.judges, ``msu``, ``msu_error_type`` from
+msu_bench.judges);
 ``judge_llm_from_spec("openai:model=gpt-4o-mini,base_url=http://127.0.0.1:8000/v1,concurrency=8")``
-builds the judge's text LLM from a ``--judge`` option; a named preset of ``presets.yaml`` stands for a
+builds the judge's text LLM from a ``--judge`` option; a named preset of a task folder's
+``judge_presets.yaml`` (``tasks/palm/``) stands for a
 backend and its options (``--judge palm_paper:base_url=http://host:8000/v1``: PALM's judge,
 Qwen3-Omni-30B-A3B-Thinking, with its decoding recorded). See :mod:`lalm_eval.judges.base` for the
 contract (strict JSON verdicts, one retry, failures as ``score=None``, a resumable cache; with
@@ -39,22 +41,34 @@ __all__ = [
 ]
 
 CACHE_FILE = "judge_cache.sqlite"  # the file make_judge keeps in its cache_dir
-PRESETS_FILE = Path(__file__).resolve().parent / "presets.yaml"
+PRESETS_GLOB = "*/judge_presets.yaml"  # a task folder's named --judge presets
 FLAG = "--judge"
 _EXAMPLE = "openai:model=gpt-4o-mini,base_url=http://127.0.0.1:8000/v1"
 
 
+def preset_files() -> list[Path]:
+    """The task folders' ``judge_presets.yaml`` files (``tasks/palm/``: the paper's judge), in name order."""
+    from lalm_eval.resources import tasks_dir
+
+    return sorted(tasks_dir().glob(PRESETS_GLOB))
+
+
 @lru_cache(maxsize=1)
 def judge_presets() -> dict[str, dict]:
-    """``{name: {"backend", "options", "description"}}`` from ``presets.yaml``."""
-    data = yaml.safe_load(PRESETS_FILE.read_text(encoding="utf-8")) or {}
-    for name, preset in data.items():
-        if (
-            not isinstance(preset, dict)
-            or not isinstance(preset.get("backend"), str)
-            or not isinstance(preset.get("options", {}), dict)
-        ):
-            raise ConfigError(f"{PRESETS_FILE}: preset {name!r} needs a 'backend' and an 'options' mapping")
+    """``{name: {"backend", "options", "description"}}`` from the task folders' ``judge_presets.yaml``
+    (:func:`preset_files`); a name defined twice is an error naming both files."""
+    data, where = {}, {}
+    for file in preset_files():
+        for name, preset in (yaml.safe_load(file.read_text(encoding="utf-8")) or {}).items():
+            if (
+                not isinstance(preset, dict)
+                or not isinstance(preset.get("backend"), str)
+                or not isinstance(preset.get("options", {}), dict)
+            ):
+                raise ConfigError(f"{file}: preset {name!r} needs a 'backend' and an 'options' mapping")
+            if name in data:
+                raise ConfigError(f"{file}: preset {name!r} is also defined in {where[name]}; rename one of them")
+            data[name], where[name] = preset, file
     return data
 
 

@@ -104,7 +104,7 @@ class OpenAIChatLLM(TextLLM):
             "seed": seed,
         }
         self.decoding = {k: v for k, v in given.items() if v is not None}
-        #: the named judge preset this client was made from (``lalm_eval/judges/presets.yaml``), if any
+        #: the named judge preset this client was made from (a task folder's ``judge_presets.yaml``), if any
         self.preset = preset
         host = urllib.parse.urlsplit(self.url).hostname or ""
         # a loopback server is never reached through a proxy from the environment
