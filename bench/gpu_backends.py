@@ -2,7 +2,8 @@
 """GPU: the HF ``qwen2_audio`` adapter vs the ``vllm`` adapter on the full-size Qwen2-Audio-7B
 architecture with random weights, bf16, on the embedded PALM test split (``palm_recognition``).
 
-Nothing is downloaded: the config is written here (the values below), the weights are random
+Nothing is downloaded: the config is written here (``qwen2_audio_7b`` of
+lalm_eval/models/model_shapes.yaml), the weights are random
 (seeded, transformers' own init, built on the GPU in bf16), the tokenizer is the project's tiny
 byte-level BPE with the Qwen chat/audio special tokens, padded with plain filler tokens to the
 7B's vocabulary size so every id the model can emit decodes to text. Outputs are meaningless;
@@ -30,28 +31,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-TEXT = dict(
-    model_type="qwen2",
-    vocab_size=156032,
-    hidden_size=4096,
-    intermediate_size=11008,
-    num_hidden_layers=32,
-    num_attention_heads=32,
-    num_key_value_heads=32,
-    max_position_embeddings=8192,
-    rms_norm_eps=1e-6,
-    rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-    tie_word_embeddings=False,
-)
-AUDIO = dict(
-    model_type="qwen2_audio_encoder",
-    d_model=1280,
-    encoder_layers=32,
-    encoder_attention_heads=20,
-    encoder_ffn_dim=5120,
-    num_mel_bins=128,
-    max_source_positions=1500,
-)
+
+def shape_7b() -> dict:
+    """Qwen2-Audio-7B's config values (``qwen2_audio_7b`` in lalm_eval/models/model_shapes.yaml)."""
+    from lalm_eval.models.tiny import model_shape
+
+    return model_shape("qwen2_audio_7b")
 
 
 def tokenizer_7b():
@@ -78,10 +63,11 @@ def tokenizer_7b():
     )
     data = json.loads(tok.to_str())
     vocab = data["model"]["vocab"]
-    for i in range(TEXT["vocab_size"] - len(vocab)):
+    vocab_size = shape_7b()["text_config"]["vocab_size"]
+    for i in range(vocab_size - len(vocab)):
         vocab[f"<r{i}>"] = len(vocab)
     tok = Tokenizer.from_str(json.dumps(data))
-    assert tok.get_vocab_size(with_added_tokens=True) == TEXT["vocab_size"]
+    assert tok.get_vocab_size(with_added_tokens=True) == vocab_size
     return PreTrainedTokenizerFast(
         tokenizer_object=tok,
         eos_token="<|im_end|>",
@@ -112,9 +98,7 @@ def build_model(out: Path) -> Path:
         tokenizer=tokenizer,
         chat_template=QWEN2_AUDIO_TEMPLATE,
     )
-    cfg = Qwen2AudioConfig(
-        audio_config=AUDIO, text_config=TEXT, audio_token_index=tokenizer.convert_tokens_to_ids("<|AUDIO|>")
-    )
+    cfg = Qwen2AudioConfig(**shape_7b(), audio_token_index=tokenizer.convert_tokens_to_ids("<|AUDIO|>"))
     torch.manual_seed(0)
     previous = torch.get_default_dtype()
     torch.set_default_dtype(torch.bfloat16)

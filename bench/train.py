@@ -36,28 +36,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-QWEN2_AUDIO_7B = dict(
-    audio_config=dict(
-        model_type="qwen2_audio_encoder",
-        d_model=1280,
-        encoder_layers=32,
-        encoder_attention_heads=20,
-        encoder_ffn_dim=5120,
-        num_mel_bins=128,
-        max_source_positions=1500,
-    ),
-    text_config=dict(
-        model_type="qwen2",
-        vocab_size=156032,
-        hidden_size=4096,
-        intermediate_size=11008,
-        num_hidden_layers=32,
-        num_attention_heads=32,
-        num_key_value_heads=32,
-        max_position_embeddings=8192,
-        rope_theta=10000.0,
-    ),
-)
 NAMES = ["Alice", "Bob", "Carol", "David"]
 
 
@@ -121,7 +99,10 @@ def adapter_for(arch: str, tiny_dir: Path, device: str):
     from transformers import Qwen2AudioConfig, Qwen2AudioForConditionalGeneration
 
     tok = adapter.tokenizer
-    cfg = Qwen2AudioConfig(**QWEN2_AUDIO_7B, audio_token_index=tok.convert_tokens_to_ids("<|AUDIO|>"))
+    from lalm_eval.models.tiny import model_shape
+
+    shape = model_shape("qwen2_audio_7b")  # the 7B's config values, as bench/gpu_backends.py builds it
+    cfg = Qwen2AudioConfig(**shape, audio_token_index=tok.convert_tokens_to_ids("<|AUDIO|>"))
     cfg.text_config.pad_token_id = tok.pad_token_id
     with torch.device(device):
         model = Qwen2AudioForConditionalGeneration._from_config(cfg, dtype=adapter.torch_dtype)

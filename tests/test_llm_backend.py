@@ -268,11 +268,16 @@ CHAT_TEMPLATE = (
 )
 
 
+SHAPE_KEYS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads")
+
+
 def _tiny_chat_lm(folder, seed):
     """A 2-layer random-weight Qwen2 causal LM with a byte-level BPE tokenizer, built offline."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+    from lalm_eval.models.tiny import model_shape
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -289,13 +294,10 @@ def _tiny_chat_lm(folder, seed):
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", chat_template=CHAT_TEMPLATE
     )
+    text = model_shape("qwen2_audio")["text_config"]  # the tiny models' text shape: 2 layers of 64
     cfg = Qwen2Config(
         vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        **{k: text[k] for k in SHAPE_KEYS},
         max_position_embeddings=512,
         eos_token_id=None,
         pad_token_id=tokenizer.pad_token_id,

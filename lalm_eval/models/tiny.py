@@ -2,11 +2,11 @@
 
 ``make_tiny_model(arch, out_dir)``, ``arch`` in :data:`TINY_ARCHS` (``qwen2_audio``, ``qwen2_5_omni``
 and, where transformers has it, ``qwen3_omni``; Omni = the thinker only), builds the real
-transformers class with 2 layers of width 64, a byte-level BPE tokenizer trained here on a few
-sentences (so any text encodes) with the Qwen chat and audio special tokens, and the processor
-files (Whisper features, 128 mel bins, 16 kHz), then ``save_pretrained``s them: the folder loads
-like a Hub checkpoint through the matching adapter. The encoder keeps ``max_source_positions=1500``
-because the feature extractor pads audio to 30 s. Weights come from a fixed seed (the global
+transformers class with 2 layers of width 64 (the shapes: ``model_shapes.yaml``), a byte-level
+BPE tokenizer trained here on a few sentences (so any text encodes) with the Qwen chat and audio
+special tokens, and the processor files (Whisper features, 128 mel bins, 16 kHz), then
+``save_pretrained``s them: the folder loads like a Hub checkpoint through the matching adapter.
+The encoder keeps ``max_source_positions=1500`` because the feature extractor pads audio to 30 s. Weights come from a fixed seed (the global
 torch RNG is left alone), so the same call writes the same files. Outputs are gibberish: these
 models test plumbing (batching, padding, caching), not quality. Backs ``lalm-eval
 make-tiny-model <arch> DIR``; ``--head-dim 64`` (Qwen2-Audio) builds the variant vLLM's CPU
@@ -26,12 +26,16 @@ tower stays 64 wide).
 from __future__ import annotations
 
 import contextlib
+import copy
+import functools
 import glob
 import json
 import logging
 import os
 import shutil
 from pathlib import Path
+
+import yaml
 
 from lalm_eval.errors import ConfigError
 from lalm_eval.models import _has_qwen3_omni
@@ -40,6 +44,7 @@ log = logging.getLogger(__name__)
 
 TINY_ARCHS = ("qwen2_audio", "qwen2_5_omni") + (("qwen3_omni",) if _has_qwen3_omni() else ())
 SEED = 0
+SHAPES_FILE = Path(__file__).with_name("model_shapes.yaml")
 _SENTENCES = [
     "You are a helpful assistant.",
     "Transcribe the audio.",
@@ -137,6 +142,17 @@ def _tokenizer(special: list[str], vocab_texts=None, **named):
     )
 
 
+@functools.cache
+def _shapes() -> dict:
+    return yaml.safe_load(SHAPES_FILE.read_text(encoding="utf-8"))
+
+
+def model_shape(name: str) -> dict:
+    """The config values of the model shape ``name`` (``model_shapes.yaml``: the tiny
+    architectures, ``qwen2_audio_7b``), a fresh copy the caller may change."""
+    return copy.deepcopy(_shapes()[name])
+
+
 def _seeded(build):
     import torch
 
@@ -162,25 +178,17 @@ def _qwen2_audio(out: Path, head_dim: int | None = None, vocab_texts=None, hidde
         tokenizer=tokenizer,
         chat_template=QWEN2_AUDIO_TEMPLATE,
     )
-    width = 64 if hidden_size is None else hidden_size
-    text = dict(hidden_size=width, intermediate_size=2 * width, num_attention_heads=4, num_key_value_heads=2)
+    shape = model_shape("qwen2_audio")
+    text = shape["text_config"]
+    if hidden_size is not None:
+        text.update(hidden_size=hidden_size, intermediate_size=2 * hidden_size)
     if head_dim is not None:  # 2 query heads of head_dim, 1 KV head (vLLM's CPU attention rejects head dim 16)
-        text = dict(
+        text.update(
             hidden_size=2 * head_dim, intermediate_size=4 * head_dim, num_attention_heads=2, num_key_value_heads=1
         )
     cfg = Qwen2AudioConfig(
-        audio_config=dict(
-            model_type="qwen2_audio_encoder",
-            d_model=64,
-            encoder_layers=2,
-            encoder_attention_heads=4,
-            encoder_ffn_dim=128,
-            num_mel_bins=128,
-            max_source_positions=1500,
-        ),
-        text_config=dict(
-            model_type="qwen2", vocab_size=len(tokenizer), num_hidden_layers=2, max_position_embeddings=4096, **text
-        ),
+        audio_config=shape["audio_config"],
+        text_config=dict(text, vocab_size=len(tokenizer)),
         audio_token_index=tokenizer.convert_tokens_to_ids("<|AUDIO|>"),
     )
     model = _seeded(lambda: Qwen2AudioForConditionalGeneration(cfg))
@@ -214,29 +222,11 @@ def _qwen25_omni(out: Path) -> None:
     )
 
     tokenizer, ids = _omni_tokenizer()
+    shape = model_shape("qwen2_5_omni")
     cfg = Qwen2_5OmniThinkerConfig(
-        audio_config=dict(
-            d_model=64,
-            encoder_layers=2,
-            encoder_attention_heads=4,
-            encoder_ffn_dim=128,
-            num_mel_bins=128,
-            output_dim=64,
-            n_window=100,
-            max_source_positions=1500,
-        ),
-        vision_config=dict(
-            depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64, fullatt_block_indexes=[0]
-        ),
-        text_config=dict(
-            vocab_size=len(tokenizer),
-            hidden_size=64,
-            intermediate_size=128,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            rope_parameters={"rope_type": "default", "rope_theta": 1e6, "mrope_section": [2, 3, 3]},
-        ),
+        audio_config=shape["audio_config"],
+        vision_config=shape["vision_config"],
+        text_config=dict(shape["text_config"], vocab_size=len(tokenizer)),
         audio_token_index=ids["audio_token"],
         image_token_index=ids["image_token"],
         video_token_index=ids["video_token"],
@@ -262,38 +252,11 @@ def _qwen3_omni(out: Path) -> None:
     )
 
     tokenizer, ids = _omni_tokenizer()
+    shape = model_shape("qwen3_omni")
     cfg = Qwen3OmniMoeThinkerConfig(
-        audio_config=dict(
-            d_model=64,
-            encoder_layers=2,
-            encoder_attention_heads=4,
-            encoder_ffn_dim=128,
-            num_mel_bins=128,
-            output_dim=64,
-            downsample_hidden_size=32,
-            max_source_positions=1500,
-        ),
-        vision_config=dict(
-            depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64, deepstack_visual_indexes=[0]
-        ),
-        text_config=dict(
-            vocab_size=len(tokenizer),
-            hidden_size=64,
-            intermediate_size=128,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            head_dim=16,
-            moe_intermediate_size=32,
-            num_experts=4,
-            num_experts_per_tok=2,
-            rope_parameters={
-                "rope_type": "default",
-                "rope_theta": 1e6,
-                "mrope_section": [2, 3, 3],
-                "mrope_interleaved": True,
-            },
-        ),
+        audio_config=shape["audio_config"],
+        vision_config=shape["vision_config"],
+        text_config=dict(shape["text_config"], vocab_size=len(tokenizer)),
         audio_token_id=ids["audio_token"],
         image_token_id=ids["image_token"],
         video_token_id=ids["video_token"],
