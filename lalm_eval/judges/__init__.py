@@ -47,10 +47,13 @@ _EXAMPLE = "openai:model=gpt-4o-mini,base_url=http://127.0.0.1:8000/v1"
 
 
 def preset_files() -> list[Path]:
-    """The task folders' ``judge_presets.yaml`` files (``tasks/palm/``: the paper's judge), in name order."""
-    from lalm_eval.resources import tasks_dir
+    """The task folders' ``judge_presets.yaml`` files (``tasks/palm/``: the paper's judge; a plug-in's
+    task folder, :func:`lalm_eval.resources.task_folders`), in name order per folder."""
+    from lalm_eval.resources import task_folders
 
-    return sorted(tasks_dir().glob(PRESETS_GLOB))
+    return [
+        f for folder in task_folders() for f in sorted([*folder.glob(PRESETS_GLOB), *folder.glob("judge_presets.yaml")])
+    ]
 
 
 @lru_cache(maxsize=1)

@@ -202,9 +202,9 @@ class LayoutIndex:
 
     @classmethod
     def load(cls, include_paths: Iterable[str | Path] | None = None) -> LayoutIndex:
-        from lalm_eval.resources import resource_dir
+        from lalm_eval.resources import task_folders
 
-        folders = [resource_dir("tasks"), *map(Path, include_paths or ())]
+        folders = [*task_folders(), *map(Path, include_paths or ())]
         files = sorted({f.resolve() for d in folders if Path(d).is_dir() for f in Path(d).rglob(LAYOUT_GLOB)})
         reports: dict[str, Report] = {}
         layouts: dict[str, Layout] = {}

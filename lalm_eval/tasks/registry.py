@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from lalm_eval.errors import ConfigError, UnknownNameError
-from lalm_eval.resources import tasks_dir
+from lalm_eval.resources import task_folders
 from lalm_eval.tasks.config import GroupConfig
 from lalm_eval.tasks.loader import index_names, load_yaml
 from lalm_eval.tasks.task import Task
@@ -46,7 +46,7 @@ class TaskManager:
                 raise ConfigError(
                     f"--include_path {p}: no such file or folder; give a folder of task YAML files (or one YAML file)"
                 )
-        self.paths = ([tasks_dir()] if include_defaults else []) + paths
+        self.paths = (task_folders() if include_defaults else []) + paths
         self._entries: dict[str, _Entry] = {}
         self._tags: dict[str, list[str]] = {}
         self._tag_files: dict[str, Path] = {}
