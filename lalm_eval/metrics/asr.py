@@ -111,6 +111,15 @@ class ErrorRateMetric(Metric):
             statistic=lambda idx: float(edits[idx].sum() / units[idx].sum()),
         )
 
+    @classmethod
+    def corpus_from_details(cls, details: list) -> float | None:
+        """Edits over reference units, both summed over the samples' details (as ``summary``)."""
+        counted = [d for d in details if d]
+        if not counted or len(counted) < len(details):
+            return None
+        edits = sum(d["substitutions"] + d["deletions"] + d["insertions"] for d in counted)
+        return float(np.float64(edits) / np.float64(sum(d["reference_units"] for d in counted)))
+
 
 class WerMetric(ErrorRateMetric):
     UNIT = "word"

@@ -117,6 +117,12 @@ class Metric(abc.ABC):
         corpus = ["corpus", *cls.CORPUS_ALIASES] if cls.CORPUS_LEVEL else []
         return [*ITEM_AGGREGATIONS, *corpus]
 
+    @classmethod
+    def corpus_from_details(cls, details: list) -> float | None:
+        """The corpus-level value of a subset of the samples from their logged ``details`` (a
+        report cell under ``aggregation: corpus``); None when the details carry no statistics."""
+        return None
+
     @abc.abstractmethod
     def compute(self, items: list[ScoreItem]) -> MetricResult: ...
 

@@ -387,13 +387,17 @@ def write_outputs(run: EvalRun, config: dict, output_path: str | Path, log_sampl
     if log_samples:
         for name, rows in run.samples.items():
             files[f"samples_{name}"] = write_samples(out, name, (redact_value(row) for row in rows), stamp=stamp)
+    from lalm_eval.report.cells import task_aggregations
     from lalm_eval.report.layouts import render_reports, report_plots
 
     model = str(config.get("model"))
     index = layout_index_for(run)
     by_report = rows_by_report(run, model, index)
     report = out / f"report_{stamp}.md"
-    tables = render_reports(by_report, index, missing=missing_reasons(run), details=metric_details(run))
+    aggregations = task_aggregations({task: r.metrics for task, r in run.results.items()})
+    tables = render_reports(
+        by_report, index, missing=missing_reasons(run), details=metric_details(run), aggregations=aggregations
+    )
     report.write_text(redact(markdown_report(run, model) + ("\n" + tables if tables else "")), encoding="utf-8")
     files["report"] = report
     for i, path in enumerate(report_plots(by_report, index, out, stamp)):

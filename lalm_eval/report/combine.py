@@ -32,6 +32,7 @@ from pathlib import Path
 
 from lalm_eval.errors import ConfigError, DataError
 from lalm_eval.report.assemble import metric_details, missing_reasons
+from lalm_eval.report.cells import task_aggregations
 from lalm_eval.report.forgetting import TABLE as FORGETTING
 from lalm_eval.report.forgetting import forgetting_table
 from lalm_eval.report.layouts import LayoutIndex, render_reports, report_plots, tag_rows
@@ -410,7 +411,7 @@ def combine(
             info.setdefault(task, metrics_info)
     _check_layouts(layouts, index, by_report)
     _check_metrics(metrics, runs, by_report)
-    pseudo = {"results": {task: {"metrics": m} for task, m in info.items() if isinstance(m, dict)}}
+    pseudo = _as_run(info)
     tables = render_reports(
         by_report,
         index,
@@ -420,6 +421,7 @@ def combine(
         details=_run_details(runs),
         error_sample=error_sample,
         seed=seed,
+        aggregations=task_aggregations(info),
     )
     extra = [] if layouts else [task_level_table(runs, metrics), forgetting_table([(r.label, r.doc) for r in runs])]
     if not tables.strip() and not any(p.strip() for p in extra):
@@ -445,7 +447,7 @@ def _run_details(runs: Sequence[Run]) -> dict[str, dict[str, str]]:
     """:func:`metric_details` over every run, not the first run of a task alone: runs of one task
     scored with other BERTScore backbones (or judges) each get their line, labelled by run when
     they differ."""
-    per_run = [(run, metric_details({"results": _info_of(run)})) for run in runs]
+    per_run = [(run, metric_details(_as_run(run.doc.get("metric_info") or {}))) for run in runs]
     out: dict[str, dict[str, str]] = {}
     for task in dict.fromkeys(t for _, d in per_run for t in d):
         for metric in dict.fromkeys(m for _, d in per_run for m in d.get(task, {})):
@@ -457,8 +459,13 @@ def _run_details(runs: Sequence[Run]) -> dict[str, dict[str, str]]:
     return out
 
 
-def _info_of(run: Run) -> dict:
-    return {t: {"metrics": m} for t, m in (run.doc.get("metric_info") or {}).items() if isinstance(m, dict)}
+def _as_run(metric_info: dict):
+    """A results file's ``metric_info`` in the shape :func:`missing_reasons` and :func:`metric_details`
+    read from an :class:`~lalm_eval.evaluation.run.EvalRun` (``.results[task].metrics``)."""
+    from types import SimpleNamespace
+
+    tasks = {t: SimpleNamespace(metrics=m) for t, m in (metric_info or {}).items() if isinstance(m, dict)}
+    return SimpleNamespace(results=tasks)
 
 
 __all__ = ["combine", "latest_results", "load_run", "read_results", "run_documents"]

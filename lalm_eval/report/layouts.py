@@ -10,9 +10,11 @@ Two kinds of layout:
 
 - ``grid``: rows keyed by row fields (``model``, a task-metadata field …); columns are a tree of
   field filters (``{field, values, labels, columns}``), plain groups (``{label, columns}``) and
-  leaves (``{metric, label, mean}`` or ``{count: true}``). A leaf's cell is the mean of the metric
-  over the rows that pass every filter on its path: over the samples (``mean: samples``, the
-  default) or the mean of per-``<field>`` means (``mean: task_name``: the mean of task means).
+  leaves (``{metric, label, mean}`` or ``{count: true}``). A leaf's cell is the metric over the
+  rows that pass every filter on its path, under the aggregation its tasks declare (the mean, or
+  their ``metric_list`` ``median`` / ``corpus``: :mod:`lalm_eval.report.cells`): over the samples
+  (``mean: samples``, the default) or the mean of the per-``<field>`` values (``mean: task_name``:
+  the mean of task values).
   ``metric: "*"`` stands for every selected metric that has a value under the leaf's innermost
   field filter (or a reason it is missing). ``for_each_metric`` prints one table per metric.
 - ``distribution``: for each column group (``columns: [model]``) the percentage of each value of a
@@ -39,6 +41,7 @@ from typing import Any
 import yaml
 
 from lalm_eval.errors import ConfigError, UnknownNameError
+from lalm_eval.report.cells import aggregate
 from lalm_eval.report.tables import DASH, _markdown, order_key, value
 from lalm_eval.seeding import stable_int
 
@@ -308,23 +311,31 @@ class _Column:
 
 
 class _Cells:
-    def __init__(self, digits: int, missing: Mapping[str, str]):
-        self.digits, self.missing = digits, dict(missing)
+    """The cells of one table: each the metric under its tasks' aggregation (:mod:`.cells`) over the
+    cell's samples, or the mean of those values per ``by`` group; "—" and footnotes where none."""
+
+    def __init__(self, digits: int, missing: Mapping[str, str], aggregations: Mapping | None = None):
+        self.digits, self.missing, self.aggregations = digits, dict(missing), aggregations or {}
         self.dashed: list[str] = []
         self.unscaled: list[str] = []
+        self.unaggregated: dict[str, str] = {}
+
+    def _value(self, rows: Sequence[Mapping], metric: str) -> float | None:
+        result, reason = aggregate(rows, metric, self.aggregations)
+        if reason is not None:
+            self.unaggregated.setdefault(metric, reason)
+        return result
 
     def mean(self, rows: Sequence[Mapping], metric: str, by: str) -> str:
         if by == "samples":
-            vals = [v for v in (value(r, metric) for r in rows) if v is not None]
-            result = sum(vals) / len(vals) if vals else None
+            result = self._value(rows, metric)
         else:
             groups: dict = {}
             for r in rows:
-                v = value(r, metric)
-                if v is not None:
-                    groups.setdefault(str(r.get(by)), []).append(v)
-            means = [sum(g) / len(g) for g in groups.values()]
-            result = sum(means) / len(means) if means else None
+                if value(r, metric) is not None:
+                    groups.setdefault(str(r.get(by)), []).append(r)
+            means = [self._value(g, metric) for g in groups.values()]
+            result = sum(means) / len(means) if means and None not in means else None
         if result is None:
             if metric not in self.dashed:
                 self.dashed.append(metric)
@@ -336,7 +347,12 @@ class _Cells:
 
     def footnotes(self) -> list[str]:
         notes = [f"{DASH} {metric_name(m)}: {self.missing[m]}" for m in self.dashed if m in self.missing]
-        if any(m not in self.missing for m in self.dashed):
+        notes += [
+            f"{DASH} {metric_name(m)}: {self.unaggregated[m]}"
+            for m in self.dashed
+            if m not in self.missing and m in self.unaggregated
+        ]
+        if any(m not in self.missing and m not in self.unaggregated for m in self.dashed):
             notes.append(f"{DASH} {'other cells: ' if notes else ''}no sample has a value for that cell.")
         notes += [f"{m}: scale unknown to the report, printed as computed (not %)." for m in self.unscaled]
         return notes
@@ -405,13 +421,14 @@ def _grid(
     missing: Mapping[str, str],
     columns: Sequence[Mapping],
     metric_override: str | None = None,
+    aggregations: Mapping | None = None,
 ) -> tuple[str, list[str], list[str]]:
     spec = layout.spec
     if metric_override is not None:
         columns = _with_metric(columns, metric_override)
     cols = _expand(columns, rows, [], [], metrics, rows)
     fields = list(spec.get("rows") or ["model"])
-    cells = _Cells(int(spec.get("digits", 2)), missing)
+    cells = _Cells(int(spec.get("digits", 2)), missing, aggregations)
     body = []
     row_labels = spec.get("row_labels") or {}
     for key in _row_keys(rows, fields, spec.get("row_order") or {}):
@@ -554,10 +571,13 @@ def render_layout(
     details: Mapping[str, Mapping[str, str]] | None = None,
     error_sample: int | None = None,
     seed: int = 0,
+    aggregations: Mapping[str, Mapping[str, str]] | None = None,
 ) -> str:
     """One layout as Markdown: ``## title``, its table(s), then footnotes (the layout's notes, the
     reasons of "—" cells, what each shown metric's numbers rest on: ``details`` {task: {metric:
-    text}}, over the tasks of the layout's rows)."""
+    text}}, over the tasks of the layout's rows). ``aggregations`` ({task: {metric: aggregation}},
+    :func:`lalm_eval.report.cells.task_aggregations`): how a cell aggregates its samples (mean
+    where a task declares none)."""
     spec, missing = layout.spec, dict(missing or {})
     given = len(rows)
     rows = [r for r in rows if _matches(r, spec.get("where"))]
@@ -580,7 +600,7 @@ def render_layout(
         for m in per_metric:
             for section in sections:
                 title = " · ".join(t for t in (section.get("title"), metric_name(m) if m else None) if t)
-                table, foot, shown = _grid(layout, rows, names, missing, section["columns"], m)
+                table, foot, shown = _grid(layout, rows, names, missing, section["columns"], m, aggregations)
                 parts += ([f"### {title}", ""] if title else []) + [table]
                 notes += [n for n in foot if n not in notes]
                 used += [s for s in shown if s not in used]
