@@ -1,4 +1,4 @@
-"""A stand-in model: answers every request with the name in its prompt's last line, or a fixed text."""
+"""A stand-in model: answers every request "I hear <answer>." (model arg answer, default Alice)."""
 
 from lalm_eval.api import Adapter, Response
 
