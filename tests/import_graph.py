@@ -11,6 +11,7 @@ group of two or more modules (or one importing itself), each as one closed path 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 
@@ -23,6 +24,11 @@ def module_names(root: Path, package: str) -> dict[str, Path]:
             parts.pop()
         out[".".join(parts)] = path
     return out
+
+
+@functools.cache
+def _parse(path: Path, mtime_ns: int) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
 
 def _is_type_checking(node: ast.If) -> bool:
@@ -74,7 +80,7 @@ def import_graph(root: Path, package: str, lazy: bool = False) -> dict[str, set[
     modules = module_names(root, package)
     graph = {}
     for module, path in modules.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = _parse(path, path.stat().st_mtime_ns)  # parsed once for both levels
         is_package = path.name == "__init__.py"
         edges = set()
         for node in _import_nodes(tree, lazy):
@@ -158,9 +164,10 @@ def importers_of(root: Path, folders, target: str, allowed=()) -> list[str]:
     for folder in folders:
         for path in sorted((root / folder).rglob("*.py")):
             rel = path.relative_to(root).as_posix()
-            if rel in allowed:
+            text = path.read_text(encoding="utf-8")
+            if rel in allowed or target.rpartition(".")[2] not in text:  # cannot import it: not parsed
                 continue
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            for node in ast.walk(ast.parse(text, filename=str(path))):
                 if isinstance(node, ast.Import):
                     names = [a.name for a in node.names]
                 elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
