@@ -35,6 +35,13 @@ def test_wheel_contains_resources_and_corpus(wheel):
     assert "msu_bench/conversations/data/manifest.jsonl" in names
     assert "msu_bench/taxonomy.yaml" in names and "palm_bench/templates/multi_speaker.yaml" in names
     assert sum(n.endswith(".opus") for n in names) >= 700 + 16
+    # the benchmarks' judges carry their templates, and register through the wheel's entry points
+    assert "palm_bench/judges/prompts/palm_captioning.j2" in names and "msu_bench/judges/prompts/msu.j2" in names
+    assert "palm_bench/recognition_cues.yaml" in names
+    (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+    declared = zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "[lalm_eval.judges]" in declared and "palm_captioning = palm_bench.judges:PalmCaptioningJudge" in declared
+    assert "recognition_presence = palm_bench.metrics:RecognitionPresenceMetric" in declared
 
 
 def test_fresh_venv_install_resolves_tasks_and_cards(wheel, tmp_path):
