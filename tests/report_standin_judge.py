@@ -6,7 +6,7 @@ a fixed rule. The README's report-layout example was measured with it and says s
     python tests/report_standin_judge.py 8765 &
     lalm-eval ... --judge openai:model=standin,base_url=http://127.0.0.1:8765/v1
 
-Replies, by the prompt it receives (lalm_eval/judges/prompts/*.j2):
+Replies, by the prompt it receives (palm_bench/judges/prompts/*.j2, msu_bench/judges/prompts/*.j2):
 - MSU error classifier: "rejection" for an empty response, "answer_extraction" for one of at most
   three words, otherwise "perceptual".
 - MSU judge: one sub-question scored 1 / 0.5 / 0 at token F1 ≥ 0.5 / ≥ 0.2 / below, overall = it.
