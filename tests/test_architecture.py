@@ -47,10 +47,9 @@ def test_checker_detects_a_violation(tmp_path):
 # The harness names no benchmark. Benchmark knowledge reaches lalm_eval as data from tasks/
 # (task YAML: metric options such as `cross_check_options: {names_field: queried}`, context
 # mappings, `metadata.report`; report_layouts*.yaml: the papers' tables) — never as a doc-field
-# name or a benchmark's task name in harness code. The exceptions are the papers' metrics, which
-# stay in lalm_eval as named metrics/judges a task selects from YAML (docs/ARCHITECTURE.md says
-# why), and the two lines listed with their reason. Docstrings and CLI help texts are prose and
-# not checked.
+# name or a benchmark's task name in harness code. The papers' judges and rule scorer live in
+# palm_bench / msu_bench and register through entry points; the exceptions left are the two
+# modules listed with their reason. Docstrings and CLI help texts are prose and not checked.
 
 #: doc fields / task-metadata keys that only the benchmarks define
 BENCHMARK_FIELDS = {"n_speakers", "negative_stratum", "queried", "tier", "capability", "strategy"}
