@@ -114,14 +114,21 @@ def test_unknown_preset_key_is_an_error():
         load_preset("small", {"questions_per_segment": 3})
 
 
-def test_mcq_release_exports_as_its_own_config(tmp_path):
+def test_mcq_release_exports_as_its_own_config(tmp_path, monkeypatch):
     import datasets
 
+    import msu_bench.mcq
+    import msu_bench.mcq_builder
     from tests.test_msu_mcq import make_release
 
     release = make_release(tmp_path / "release")
     out = tmp_path / "out"
+    reads, read = [], msu_bench.mcq.read_mcq_release
+    spy = lambda *a: reads.append(a) or read(*a)  # noqa: E731
+    monkeypatch.setattr(msu_bench.mcq, "read_mcq_release", spy)
+    monkeypatch.setattr(msu_bench.mcq_builder, "read_mcq_release", spy)
     info = build(out, load_preset("small", {"languages": ["en"]}), mcq_dir=str(release))
+    assert len(reads) == 1  # read once: its summary and the builder's rows come from that one report
     mcq = datasets.load_dataset(str(out), "mcq", split="test")
     assert len(mcq) == info["stats"]["mcq_questions"] > 0
     assert set(mcq["answer"]) <= {"A", "B", "C", "D"}
