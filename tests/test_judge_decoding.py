@@ -10,6 +10,7 @@ import json
 import math
 import re
 import statistics
+from types import SimpleNamespace
 
 import pytest
 
@@ -330,7 +331,7 @@ def index():
 def test_msu_table4_and_6_footnotes_name_the_threshold_and_the_classifiers_decoding(index):
     result = make_metric(msu_entry(classify_below=0.75), ScoringContext(judge_llm=ScriptedMsu())).compute(msu_items())
     task = "msu_t1_sr_speaker_counting"
-    run = {"results": {task: {"metrics": {"llm_judge": result.extra}}}}
+    run = SimpleNamespace(results={task: SimpleNamespace(metrics={"llm_judge": result.extra})})  # an EvalRun's shape
     rows = [
         {
             "model": "m",
