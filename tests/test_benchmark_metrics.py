@@ -3,6 +3,9 @@ points; ``llm_judge``'s ``cross_check`` resolves the metric it names through the
 
 from __future__ import annotations
 
+import pytest
+
+from lalm_eval.errors import ConfigError
 from lalm_eval.metrics.scoring import METRICS, ScoreItem, ScoringContext, make_metric
 from lalm_eval.metrics.task_metrics import JudgeMetric
 
@@ -30,9 +33,13 @@ def test_the_judges_cross_check_is_the_registered_metric_with_the_tasks_options(
         "cross_check_options": {"names_field": "who"},
     }
     judge = JudgeMetric("llm_judge", options, ScoringContext())
-    out = judge._agreement(ITEMS, [1.0, 1.0])  # the judge agrees on the first item only
-    assert out["n"] == 2 and out["exact_agreement"] == 0.5
-    out = JudgeMetric(
-        "llm_judge", {"judge": "palm_recognition", "cross_check": "exact_match"}, ScoringContext()
-    )._agreement(ITEMS, [1.0, 0.0])
-    assert out["exact_agreement"] == 1.0  # exact_match: 1 then 0, as the judge said
+    # the rule scores 1, 0 (test above); one score category each way, so no kappa (and no sklearn import)
+    assert judge._agreement(ITEMS[:1], [1.0]) == {"n": 1, "exact_agreement": 1.0, "cohen_kappa": None}
+    assert judge._agreement(ITEMS[1:], [0.0])["exact_agreement"] == 1.0  # the rule's 0 for the wrong answer
+    exact = JudgeMetric("llm_judge", {"judge": "palm_recognition", "cross_check": "exact_match"}, ScoringContext())
+    assert exact._agreement(ITEMS[:1], [1.0])["exact_agreement"] == 1.0  # exact_match: the same text
+    bad = JudgeMetric("llm_judge", {**options, "cross_check_options": {"bogus": 1}}, ScoringContext())
+    with pytest.raises(
+        ConfigError, match=r"cross_check: metric 'recognition_presence': unknown option\(s\) \['bogus'\]"
+    ):
+        bad._agreement(ITEMS, [1.0, 1.0])  # the task's options reach the named metric
