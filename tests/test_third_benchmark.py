@@ -102,3 +102,22 @@ def test_no_file_under_lalm_eval_names_the_toy_benchmark():
         if "toy" in text:
             offenders.append(path.relative_to(ROOT).as_posix())
     assert not offenders, offenders
+
+
+def test_a_broken_task_folder_entry_point_is_a_clear_error(monkeypatch, tmp_path):
+    import importlib.metadata as metadata
+
+    from lalm_eval.errors import ConfigError
+    from lalm_eval.resources import TASK_FOLDERS_GROUP, task_folders, tasks_dir
+
+    def points(value):
+        return lambda group: [metadata.EntryPoint("rooms", value, group)] if group == TASK_FOLDERS_GROUP else []
+
+    monkeypatch.setattr(metadata, "entry_points", points("no_such_package_here:TASKS"))
+    with pytest.raises(ConfigError, match=r"entry point rooms = no_such_package_here:TASKS .*cannot load it"):
+        task_folders()
+    monkeypatch.setattr(metadata, "entry_points", points("os.path:devnull"))  # loads, but names no folder
+    with pytest.raises(ConfigError, match="is not a folder; reinstall or remove the package"):
+        task_folders()
+    monkeypatch.setattr(metadata, "entry_points", points("tests.test_third_benchmark:TOY"))
+    assert task_folders() == [tasks_dir(), TOY]
