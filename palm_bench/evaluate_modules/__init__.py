@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lalm_eval.errors import ConfigError
+from lalm_eval.metrics.hf_evaluate import load_module, module_folder
 
 MODULES = ("palm_recognition_presence",)
 _HERE = Path(__file__).resolve().parent
@@ -20,13 +20,9 @@ _HERE = Path(__file__).resolve().parent
 
 def module_path(name: str) -> str:
     """The folder of module ``name``, to give to ``evaluate.load``."""
-    if name not in MODULES:
-        raise ConfigError(f"unknown evaluate module {name!r}; available: {', '.join(MODULES)}")
-    return str(_HERE / name)
+    return module_folder(_HERE, MODULES, name)
 
 
 def load(name: str, **kwargs):
     """``evaluate.load(module_path(name), keep_in_memory=True, **kwargs)``."""
-    from lalm_eval.metrics.hf_evaluate import load_module
-
     return load_module(module_path(name), **kwargs)

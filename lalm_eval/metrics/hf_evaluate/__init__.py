@@ -33,9 +33,15 @@ _HERE = Path(__file__).resolve().parent
 
 def module_path(name: str) -> str:
     """The folder of module ``name``, to give to ``evaluate.load``."""
-    if name not in MODULES:
-        raise ConfigError(f"unknown evaluate module {name!r}; available: {', '.join(MODULES)}")
-    return str(_HERE / name)
+    return module_folder(_HERE, MODULES, name)
+
+
+def module_folder(package_dir: Path, modules: tuple[str, ...], name: str) -> str:
+    """``package_dir / name`` when ``name`` is one of ``modules`` (a package of ``evaluate`` modules,
+    this one or a benchmark's); else a ConfigError listing them."""
+    if name not in modules:
+        raise ConfigError(f"unknown evaluate module {name!r}; available: {', '.join(modules)}")
+    return str(Path(package_dir) / name)
 
 
 def load(name: str, **kwargs):

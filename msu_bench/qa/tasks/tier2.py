@@ -16,34 +16,32 @@ def _evolution(facts: Facts, wording: Wording, label_kind: str, placeholder: str
     return wording.join("sep", steps)
 
 
-@generator("t2_sda_emotion_evolution")
-def emotion_evolution(facts: Facts, wording: Wording) -> list[Candidate]:
-    """A speaker's emotions in order, when they change at least once."""
+def _evolution_candidates(
+    facts: Facts, wording: Wording, runs_of, label_kind: str, placeholder: str
+) -> list[Candidate]:
+    """One candidate per speaker whose ``runs_of(spk)`` has at least two (value, turn) runs."""
     candidates = []
     for spk, name in facts.names.items():
-        runs = facts.emotion_runs(spk)
+        runs = runs_of(spk)
         if len(runs) >= 2:
-            evolution = _evolution(facts, wording, "emotion", "emotion", runs)
+            evolution = _evolution(facts, wording, label_kind, placeholder, runs)
             evidence = {"speaker": spk, "turns": [turn.id for _, turn in runs]}
             candidates.append(
                 Candidate(wording.question(spk=name), wording.answer(spk=name, evolution=evolution), evidence)
             )
     return candidates
+
+
+@generator("t2_sda_emotion_evolution")
+def emotion_evolution(facts: Facts, wording: Wording) -> list[Candidate]:
+    """A speaker's emotions in order, when they change at least once."""
+    return _evolution_candidates(facts, wording, facts.emotion_runs, "emotion", "emotion")
 
 
 @generator("t2_sda_voice_quality_evolution")
 def voice_quality_evolution(facts: Facts, wording: Wording) -> list[Candidate]:
     """A speaker's voice qualities in order, when one of them is not the normal register."""
-    candidates = []
-    for spk, name in facts.names.items():
-        runs = facts.voice_quality_runs(spk)
-        if len(runs) >= 2:
-            evolution = _evolution(facts, wording, "voice_quality", "quality", runs)
-            evidence = {"speaker": spk, "turns": [turn.id for _, turn in runs]}
-            candidates.append(
-                Candidate(wording.question(spk=name), wording.answer(spk=name, evolution=evolution), evidence)
-            )
-    return candidates
+    return _evolution_candidates(facts, wording, facts.voice_quality_runs, "voice_quality", "quality")
 
 
 @generator("t2_sda_opinion_change_recognition")
