@@ -20,6 +20,7 @@ import yaml
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from lalm_eval.errors import ConfigError
+from lalm_eval.templating import jinja_env
 
 CARD_NAME = "README.md"
 _GLOB_CHARS = "*?["
@@ -122,12 +123,7 @@ def render_card(template_name: str, context: dict, *, templates: str | os.PathLi
     harness's ``generic.md.j2``, are in :func:`lalm_eval.resources.hub_cards_dir`); a template may
     include others of the same folder.
     """
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates)),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
+    env = jinja_env(templates, keep_trailing_newline=True, block_lines=False)  # a card keeps its blank lines
     try:
         return env.get_template(template_name).render(**context)
     except jinja2.TemplateNotFound as err:
