@@ -151,9 +151,9 @@ class CachedAdapter(Adapter):
     ``n_generated`` (requests handed to the inner adapter).
 
     The cache owns the alignment of the inner adapter's batches: :meth:`for_batch_size` commits
-    :func:`commit_chunk` misses at a time, and :meth:`aligned` rounds a caller's chunk of requests
-    to a multiple of it, so that a caller streaming its requests in chunks hands the inner adapter
-    the same calls as one that does not. ``known_missing``: keys the caller looked up already and
+    :func:`commit_chunk` misses at a time, and :func:`aligned_chunk` rounds a caller's chunk of
+    requests to a multiple of it, so that a caller streaming its requests in chunks hands the inner
+    adapter the same calls as one that does not. ``known_missing``: keys the caller looked up already and
     did not find (the evaluator's scan), not read from the file again.
     """
 
@@ -174,10 +174,6 @@ class CachedAdapter(Adapter):
     def for_batch_size(cls, adapter: Adapter, cache: ResponseCache, batch_size) -> CachedAdapter:
         """The cache in front of ``adapter`` for a run at ``batch_size`` (``--batch_size``)."""
         return cls(adapter, cache, chunk_size=commit_chunk(batch_size))
-
-    def aligned(self, chunk: int) -> int:
-        """``chunk`` requests, above the commit chunk rounded up to a multiple of it."""
-        return aligned_chunk(chunk, self.chunk_size)
 
     def identity(self) -> dict:
         if self._identity is None:
