@@ -160,9 +160,12 @@ def test_every_recipe_trains_saves_and_evaluates(setup, recipe, tmp_path):
             assert ("peft_hash" if recipe.startswith("lora") else "soft_prompts_hash") in identity
 
 
-def test_loss_falls_and_resume(setup, tmp_path):
+def test_loss_falls_and_resume(setup, tmp_path, capsys):
     out = tmp_path / "la"
     assert _train(setup, "lora_attn", out, "--max_steps", "6", "--limit", "1", "--save_steps", "3") == 0
+    err = capsys.readouterr().err  # the steps on the console (not a terminal: first and last line)
+    assert "lalm-eval train: lora_attn: 0/6 training steps (from step 0)" in err
+    assert "lalm-eval train: lora_attn: 6/6 training steps, loss " in err
     losses = [p["loss"] for p in json.loads((out / "loss.json").read_text())]
     assert losses[-1] < losses[0] - 0.1, losses  # one example, six steps: it fits
     assert (out / "checkpoints" / "checkpoint-6").is_dir()
@@ -172,6 +175,7 @@ def test_loss_falls_and_resume(setup, tmp_path):
         )
         == 0
     )
+    assert "lalm-eval train: lora_attn: 0/2 training steps (from step 6)" in capsys.readouterr().err
     info = json.loads((out / "train_info.json").read_text())
     assert info["resumed_from_step"] == 6 and info["global_step"] == 8  # continued from the last checkpoint
     assert [p["step"] for p in json.loads((out / "loss.json").read_text())] == list(range(1, 9))

@@ -20,6 +20,7 @@ from lalm_eval.errors import ConfigError
 from lalm_eval.evaluation.docs import OpenedTasks
 from lalm_eval.evaluation.generation import Generation, stream_chunk_size
 from lalm_eval.evaluation.groups import aggregate_groups
+from lalm_eval.evaluation.progress import Progress, counted
 from lalm_eval.evaluation.requests import TaskRun, scan_all, stream_requests
 from lalm_eval.evaluation.scoring import score
 from lalm_eval.evaluation.usage import merge_sample_info, sample_info
@@ -115,8 +116,16 @@ def evaluate(
     identity = adapter.identity()
     runs = scan_all(tasks, identity, gen_kwargs or {})
     found = generation.lookup(p.key for run in runs for p in run.pending if p.key)
+    n_docs = sum(len(run.pending) for run in runs)
+    to_generate = sum(1 for run in runs for p in run.pending if p.key is None or p.key not in found)
+    progress = Progress(
+        to_generate,
+        getattr(adapter, "name", type(adapter).__name__),
+        note=f" ({n_docs} docs of {len(runs)} task(s), {n_docs - to_generate} answered from the response cache)",
+    )
     with interrupt_note(functools.partial(what_is_kept, runs, generation.cache, adapter)):
-        per_run = stream_requests(runs, found, identity, chunk, generation, _without_audio)
+        per_run = stream_requests(runs, found, identity, chunk, counted(generation, progress), _without_audio)
+        progress.close()
         context = ScoringContext(
             judge_llm=judge_llm,
             cache_dir=cache_dir,

@@ -89,6 +89,40 @@ def _time_limit(minutes: float):
     return TimeLimit()
 
 
+def _progress(label: str, max_minutes: float | None):
+    """Training steps on the console (:mod:`lalm_eval.evaluation.progress`: a bar on a terminal,
+    else a line every 15 s and one at the end), with the last logged loss and, under
+    ``--max_minutes``, when the run stops."""
+    from transformers import TrainerCallback
+
+    from lalm_eval.evaluation.progress import Progress
+
+    class StepProgress(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            limit = f"; --max_minutes {max_minutes:g} stops it earlier" if max_minutes else ""
+            self.bar = Progress(
+                state.max_steps - state.global_step,
+                label,
+                unit="training steps",
+                prog="lalm-eval train",
+                note=f" (from step {state.global_step}{limit})",
+            )
+            self.loss = None
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "loss" in logs:
+                self.loss = logs["loss"]
+                self.bar.unit = f"training steps, loss {self.loss:.4g}"
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.bar.advance(1)
+
+        def on_train_end(self, args, state, control, **kwargs):
+            self.bar.close()
+
+    return StepProgress()
+
+
 #: the batch key under which the collator names its examples (``(task, doc_id)``); popped before the forward
 EXAMPLE_KEYS = "lalm_example_keys"
 
@@ -355,7 +389,8 @@ def train(adapter, opts: TrainOptions) -> dict:
         train_dataset=ExampleDataset(examples),
         eval_dataset=ExampleDataset(examples[:1]) if plan is not None else None,  # unused: validate() evaluates
         data_collator=collate,
-        callbacks=[_time_limit(opts.max_minutes)] if opts.max_minutes else None,
+        callbacks=[_progress(opts.recipe, opts.max_minutes)]
+        + ([_time_limit(opts.max_minutes)] if opts.max_minutes else []),
     )
     resumed_from, resume_path, set_aside = None, None, []
     if opts.resume:
