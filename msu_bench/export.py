@@ -16,7 +16,7 @@ import yaml
 
 from lalm_eval.hub.atomic import stage_report, staged_build
 from lalm_eval.hub.card import feature_rows, front_matter, render_card
-from lalm_eval.hub.export import check_num_proc, export_builders, finish_folder, with_union_config
+from lalm_eval.hub.export import build_progress, check_num_proc, export_builders, finish_folder, with_union_config
 from lalm_eval.resources import hub_cards_dir
 from msu_bench.builder import CITATION, FEATURES, TIERS, MsuBench
 from msu_bench.plan import MsuConfig, make_plan
@@ -118,7 +118,15 @@ def _build(stage, cfg, corpus, corpus_dir, corpus_options, repo_id, llm, mcq_dir
         )
 
     configs = [t for t in TIERS if t in asked_tiers] + (["mcq"] if mcq_dir else [])
-    files, stats = export_builders(make_builder, configs, out_dir, statistics, num_proc=num_proc, work_dir=out_dir)
+    files, stats = export_builders(
+        make_builder,
+        configs,
+        out_dir,
+        statistics,
+        num_proc=num_proc,
+        say=build_progress("msu-bench build"),
+        work_dir=out_dir,
+    )
     tier_files = {k: v for k, v in files.items() if k in TIERS}
     durations = [s.duration for s in plan.segments]
     stats.update(

@@ -24,7 +24,7 @@ import yaml
 
 from lalm_eval.hub.atomic import stage_report, staged_build
 from lalm_eval.hub.card import feature_rows, front_matter, render_card
-from lalm_eval.hub.export import check_num_proc, export_builders, finish_folder, with_union_config
+from lalm_eval.hub.export import build_progress, check_num_proc, export_builders, finish_folder, with_union_config
 from lalm_eval.resources import hub_cards_dir
 from palm_bench.builder import CITATION, FEATURES, TASKS, PalmBench
 from palm_bench.config import BuildConfig
@@ -114,6 +114,8 @@ def _build(
     plan = make_plan(cfg, corpus=corpus, corpus_dir=corpus_dir, corpus_options=corpus_options, work_dir=work, llm=llm)
     t_plan = time.perf_counter()
     planned = {a.task for audios in plan.audios.values() for a in audios}
+    say = build_progress("palm-bench build")
+    say(f"planned {sum(map(len, plan.audios.values()))} clips for {len(planned)} task(s) in {t_plan - t0:.0f} s")
     empty = [t for t in tasks if t not in planned]
     if empty:
         log.warning("no samples planned for %s: those configs are not written", empty)
@@ -143,7 +145,7 @@ def _build(
 
     configs = [t for t in tasks if t in planned] + ([ENROLLMENT] if cfg.enrollment else [])
     files, stats = export_builders(
-        make_builder, configs, stage.path, statistics, num_proc=num_proc, work_dir=stage.path
+        make_builder, configs, stage.path, statistics, num_proc=num_proc, say=say, work_dir=stage.path
     )
     t_export = time.perf_counter()
     enrollment_files = files.pop(ENROLLMENT, None)

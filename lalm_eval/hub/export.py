@@ -13,7 +13,9 @@ interrupted build never leaves a half-written folder under the final name.
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,6 +33,7 @@ def export_builders(
     consume: Callable[[dict], object] | None = None,
     num_proc: int | None = None,
     work_dir: Path | None = None,
+    say: Callable[[str], None] | None = None,
 ):
     """``make_builder(config, cache_dir)`` for each config → Parquet in ``out_dir``.
 
@@ -42,6 +45,9 @@ def export_builders(
     (use it to compute statistics). The Arrow cache lives in ``work_dir`` (default: the system's
     temporary folder); a staged build puts it inside its stage, so a killed build leaves nothing
     elsewhere (the next build removes the stage).
+
+    ``say(message)`` (e.g. :func:`build_progress`) is told each stage: every config generated and
+    encoded, then the Parquet export.
     """
     check_num_proc(num_proc)
     from lalm_eval.audio.io import require_codec
@@ -49,13 +55,30 @@ def export_builders(
     require_codec()  # datasets encodes every Audio row through torchcodec: say what is wrong first
     with tempfile.TemporaryDirectory(prefix=".lalm_arrow_", dir=work_dir) as tmp:
         built = {}
-        for config in configs:
+        for i, config in enumerate(configs, 1):
+            t0 = time.perf_counter()
+            if say:
+                say(f"config {i}/{len(configs)} {config!r}: rendering, encoding, writing Arrow")
             builder = make_builder(config, tmp)
             builder.download_and_prepare(num_proc=num_proc if num_proc and num_proc > 1 else None)
             built[config] = builder.as_dataset()
+            if say:
+                rows = sum(len(split) for split in built[config].values())
+                say(f"config {i}/{len(configs)} {config!r}: {rows} rows in {time.perf_counter() - t0:.0f} s")
+        if say:
+            say(f"exporting {len(built)} config(s) to Parquet in {out_dir}")
         files = export_dataset_dict(built, out_dir)
         consumed = consume(built) if consume else None
     return files, consumed
+
+
+def build_progress(prog: str) -> Callable[[str], None]:
+    """``say`` for :func:`export_builders`: ``<prog>: <message>`` on stderr, at once."""
+
+    def say(message: str) -> None:
+        print(f"{prog}: {message}", file=sys.stderr, flush=True)
+
+    return say
 
 
 def check_num_proc(num_proc) -> None:

@@ -14,6 +14,7 @@ tone recordings of a few seconds, a 30 s two-person call for RTTM.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -1030,6 +1031,9 @@ def test_msu_build_agrees_with_corpus_info(odd_corpus, tmp_path):
     assert built.rc == 0 and "Traceback" not in built.err, built.err[-3000:]
     saved = json.loads((tmp_path / "out" / "build_info.json").read_text(encoding="utf-8"))
     assert saved["stats"]["segments"] == stats["totals"]["segments"] == 1
+    # the build's stages on the console: each config generated, then the export (issue 23)
+    assert re.search(r"msu-bench build: config 1/\d+ '\w+': rendering", built.err), built.err[-3000:]
+    assert "msu-bench build: exporting" in built.err
     assert saved["plan"]["skipped_source"] == stats["skipped"]
     refused = [reason for row in stats["conversations"] for reason in row["no_segment_reasons"]]
     assert refused and set(refused) <= set(saved["plan"]["skipped_segments"])
