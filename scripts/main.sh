@@ -11,12 +11,38 @@
 # `--judge openai:model=...,base_url=...` to the lalm-eval lines to fill them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each step's whole output goes to its log under outputs/logs/; the console shows its progress lines
+# (sample counters, build stages, training steps: lines starting with the program's name) and, at
+# the end, every step's time.
 START=$(date +%s)
+STEPS=()
+SHOWN='^(lalm-eval|palm-bench|msu-bench)( [a-z-]+)?: '
+step() {  # step NAME LOG COMMAND...: run COMMAND, output into LOG, progress lines on the console
+  local name=$1 log=$2 t0 rc
+  shift 2
+  t0=$(date +%s)
+  echo "main job: $name (log: $log)"
+  set +e
+  "$@" 2>&1 | tee "$log" | grep --line-buffered -E "$SHOWN"
+  rc=${PIPESTATUS[0]}
+  set -e
+  if [ "$rc" -ne 0 ]; then
+    tail -30 "$log"
+    echo "main job: $name failed (exit $rc); whole output in $log" >&2
+    exit "$rc"
+  fi
+  STEPS+=("$(printf '%-44s %5d s' "$name" $(( $(date +%s) - t0 )))")
+}
+OUT=outputs
+LOGS=$OUT/logs
+mkdir -p "$LOGS"
+T0=$(date +%s)
 BIN=$(bash scripts/install.sh | tail -1)   # .venv with the project (see the README's Install)
+STEPS+=("$(printf '%-44s %5d s' "install" $(( $(date +%s) - T0 )))")
 export PATH="$BIN:$PATH"
 palm-bench corpus-info
-palm-bench build --out palm-bench --preset small
-msu-bench build --out msu-bench --preset small
+step "build palm-bench (small)" "$LOGS/build-palm.log" palm-bench build --out palm-bench --preset small
+step "build msu-bench (small)" "$LOGS/build-msu.log" msu-bench build --out msu-bench --preset small
 python3 - <<'PY'
 from datasets import load_dataset
 
@@ -32,14 +58,12 @@ print(f"load_dataset('palm-bench', 'enrollment'): {len(enroll)} train-split clip
 msu = load_dataset("msu-bench", "tier4", split="test")
 print(f"load_dataset('msu-bench', 'tier4'): {len(msu)} questions; first: {msu[0]['question']!r}")
 PY
-OUT=outputs
-mkdir -p "$OUT"
 lalm-eval make-tiny-model qwen2_audio "$OUT/tiny-qwen2-audio" >/dev/null
-lalm-eval --model cascade --model_args enrollment=palm-bench --tasks palm,msu \
-  --output_path "$OUT/cascade" --log_samples >"$OUT/cascade.log" 2>&1 || { tail -30 "$OUT/cascade.log"; exit 1; }
-lalm-eval --model qwen2_audio --model_args "pretrained=$OUT/tiny-qwen2-audio" --tasks palm,msu --batch_size 8 \
-  --output_path "$OUT/tiny-qwen2-audio" --log_samples >"$OUT/tiny-qwen2-audio.log" 2>&1 \
-  || { tail -30 "$OUT/tiny-qwen2-audio.log"; exit 1; }
+step "cascade on palm,msu" "$LOGS/cascade.log" lalm-eval --model cascade --model_args enrollment=palm-bench \
+  --tasks palm,msu --output_path "$OUT/cascade" --log_samples
+step "tiny Qwen2-Audio on palm,msu" "$LOGS/tiny-qwen2-audio.log" lalm-eval --model qwen2_audio \
+  --model_args "pretrained=$OUT/tiny-qwen2-audio" --tasks palm,msu --batch_size 8 \
+  --output_path "$OUT/tiny-qwen2-audio" --log_samples
 lalm-eval report "$OUT/cascade" "$OUT/tiny-qwen2-audio" --output_path "$OUT/report" \
   --metrics recognition_presence,token_f1,llm_judge
 # PALM §5.2 in miniature: one LoRA placement (attention) and one prompt-tuning setting (4 soft
@@ -49,14 +73,17 @@ SFT=()
 for RECIPE in lora_attn prompt_tuning; do
   EXTRA=(); ARG=peft
   if [ "$RECIPE" = prompt_tuning ]; then EXTRA=(--tokens 4); ARG=soft_prompts; fi
-  lalm-eval train --model qwen2_audio --model_args "pretrained=$OUT/tiny-qwen2-audio" --tasks palm_recognition \
-    --recipe "$RECIPE" "${EXTRA[@]}" --max_minutes 1 --seed 0 --output_dir "$OUT/sft/$RECIPE" \
-    >"$OUT/sft-$RECIPE.log" 2>&1 || { tail -30 "$OUT/sft-$RECIPE.log"; exit 1; }
+  step "fine-tune $RECIPE (1 min)" "$LOGS/sft-$RECIPE.log" lalm-eval train --model qwen2_audio \
+    --model_args "pretrained=$OUT/tiny-qwen2-audio" --tasks palm_recognition \
+    --recipe "$RECIPE" "${EXTRA[@]}" --max_minutes 1 --seed 0 --output_dir "$OUT/sft/$RECIPE"
   RUN="$OUT/tiny-qwen2-audio+$RECIPE"
-  lalm-eval --model qwen2_audio --model_args "pretrained=$OUT/tiny-qwen2-audio,$ARG=$OUT/sft/$RECIPE" \
-    --tasks palm_recognition --batch_size 8 --output_path "$RUN" --log_samples >"$RUN.log" 2>&1 \
-    || { tail -30 "$RUN.log"; exit 1; }
+  step "tiny Qwen2-Audio+$RECIPE on palm_recognition" "$LOGS/eval-$RECIPE.log" lalm-eval --model qwen2_audio \
+    --model_args "pretrained=$OUT/tiny-qwen2-audio,$ARG=$OUT/sft/$RECIPE" \
+    --tasks palm_recognition --batch_size 8 --output_path "$RUN" --log_samples
   SFT+=("$RUN")
 done
 lalm-eval report "$OUT/tiny-qwen2-audio" "${SFT[@]}" --layout palm_table2 --output_path "$OUT/report-sft"
-echo "main job: $(( $(date +%s) - START )) s; per-model reports: $OUT/cascade, $OUT/tiny-qwen2-audio"
+echo
+echo "main job: step times (the rest: corpus report, loads, reports)"
+printf '  %s\n' "${STEPS[@]}"
+echo "main job: $(( $(date +%s) - START )) s in all; per-model reports: $OUT/cascade, $OUT/tiny-qwen2-audio; logs: $LOGS"
