@@ -60,6 +60,7 @@ also a warning, once, with an enrolled name that differs only in case or spaces 
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 from pathlib import Path
 
@@ -69,6 +70,7 @@ from lalm_eval.api import AUDIO_SR, Adapter, Request, Response
 from lalm_eval.audio.io import audio_hash
 from lalm_eval.audio.speaker import get_speaker_encoder
 from lalm_eval.errors import AudioError, ConfigError
+from lalm_eval.models.cascade_parts import enrollment_cache
 from lalm_eval.models.cascade_parts.analysis import AudioAnalysis, Clustering, analyse, cluster
 from lalm_eval.models.cascade_parts.answers import DEFAULT_ANSWERS, AnswerBook, find_names, language_of
 from lalm_eval.models.cascade_parts.asr import PocketsphinxASR
@@ -176,18 +178,34 @@ class CascadeAdapter(Adapter):
         self.encoder = get_speaker_encoder(str(encoder), **kwargs)
         self.asr = PocketsphinxASR(AUDIO_SR)
 
-        clips = load_enrollment(self.enrollment_path)
-        if not clips:
-            raise ConfigError(f"enrollment {self.enrollment_path!r}: no clips found")
-        self.enrollment = enroll(clips, self.encoder, self.enrollment_path)
-        self.calibration = calibrate(
-            self.enrollment,
-            clips,
-            self.encoder,
-            self.cfg,
-            CALIBRATION_AUGMENTATION if calibration == "multi" else None,
-            split_test=self.split_test,
+        augment = CALIBRATION_AUGMENTATION if calibration == "multi" else None
+        record_dir = (
+            Path(cache_dir or embed_cache or "") / enrollment_cache.FOLDER if (cache_dir or embed_cache) else None
         )
+        content = enrollment_cache.content_key(self.enrollment_path) if record_dir is not None else None
+        key = None
+        if content is not None:
+            settings = {
+                "segmenter": self.cfg.to_dict(),
+                "augment": None if augment is None else dataclasses.asdict(augment),
+                "seed": 0,
+                "split_test": None if self.split_test is None else self.split_test.to_dict(),
+            }
+            key = enrollment_cache.record_key(content, enrollment_cache.encoder_fingerprint(self.encoder), settings)
+        record = enrollment_cache.load(record_dir, key) if key is not None else None
+        self.enrollment_cached = record is not None
+        if record is None:
+            clips = load_enrollment(self.enrollment_path)
+            if not clips:
+                raise ConfigError(f"enrollment {self.enrollment_path!r}: no clips found")
+            enrollment = enroll(clips, self.encoder, self.enrollment_path)
+            calibration_record = calibrate(
+                enrollment, clips, self.encoder, self.cfg, augment, split_test=self.split_test
+            )
+            record = enrollment_cache.Record(enrollment, calibration_record, list(getattr(clips, "skips", [])))
+            if key is not None:
+                enrollment_cache.store(record_dir, key, record)
+        self.enrollment, self.calibration = record.enrollment, dict(record.calibration)
         override, cluster_override = _float("threshold", threshold), _float("cluster_threshold", cluster_threshold)
         self.threshold = self.calibration["threshold"] if override is None else override
         self.cluster_threshold = self.calibration["cluster_threshold"] if cluster_override is None else cluster_override
@@ -201,7 +219,7 @@ class CascadeAdapter(Adapter):
         self._undeclared_tasks: set[str] = set()
         self._unenrolled: set[str] = set()
         self._no_name_tasks: set[str] = set()
-        self.enrollment_skips = list(getattr(clips, "skips", []))
+        self.enrollment_skips = list(record.skips)
         if self.enrollment_skips:
             self.counters["enrollment_skipped"] = len(self.enrollment_skips)
         for item in self.enrollment_skips:
