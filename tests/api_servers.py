@@ -21,6 +21,7 @@ from a script:
 sampling rates, the content-part order, the raw JSON body); ``max_in_flight`` is the largest
 number of requests handled at once; ``answered`` counts replies written in full (and marks
 their records). :meth:`clear_script` drops what is still queued; :meth:`release` ends every hold.
+:meth:`kill` dies mid-run: every request in flight or later is dropped unanswered.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import dataclasses
 import io
 import json
 import math
+import socket
 import sys
 import threading
 import time
@@ -103,6 +105,7 @@ class ScriptedServer:
         self.records: list[Received] = []
         self.errors: list[str] = []  # requests the server could not parse
         self.answered = 0
+        self.killed = False  # kill(): every request from then on dropped unanswered
         self.in_flight = self.max_in_flight = 0
         self._rules: list[tuple[str | None, deque]] = []
         self._lock = threading.Lock()
@@ -124,6 +127,12 @@ class ScriptedServer:
 
     def release(self) -> None:
         self._released.set()
+
+    def kill(self) -> None:
+        """Die as a killed process would: requests in flight and all later ones (on open
+        keep-alive connections too) get their connection dropped without an answer."""
+        self.killed = True
+        self.close()
 
     def close(self) -> None:
         self._released.set()
@@ -161,6 +170,10 @@ class ScriptedServer:
             if action.get("hold"):
                 self._released.wait(self.hold_limit_s)
             time.sleep(self.latency + float(action.get("delay", 0.0)))
+            if self.killed:
+                handler.close_connection = True
+                handler.connection.shutdown(socket.SHUT_RDWR)
+                return
             if "raw" in action or "redirect" in action:
                 self._send_raw(handler, record, action)
             else:

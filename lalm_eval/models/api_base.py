@@ -11,6 +11,16 @@ Concurrency, timeouts, retries
     seconds (no jitter), or what the provider's ``Retry-After`` header asks (seconds or an HTTP
     date; also ``retry-after-ms``). A ``Retry-After`` over ``max_retry_delay`` ends the retries at
     once. The provider libraries' own retries are turned off, so these are the only ones.
+Several endpoints (:mod:`.endpoints`)
+    ``base_url=URL1|URL2|...`` or ``endpoints=FILE`` (one URL a line): servers of the same model.
+    ``concurrency`` is per endpoint; each attempt goes to the healthy endpoint with the fewest in
+    flight. A retryable failure there is a failure of that endpoint, and the retry goes at once to
+    another healthy one when there is one (else after the usual wait); ``eject_after`` (default 3)
+    such failures in a row take an endpoint out for ``cooldown_s`` (default 30) seconds. A request
+    is sent to one endpoint at a time, never duplicated. Per-endpoint stats are the adapter's
+    ``counters["endpoints"]`` (``adapter_counters`` of the results). ``identity()`` has the one
+    ``base_url`` of a single endpoint (the keys of earlier runs), else the sorted list of the URLs
+    (the keys do not depend on their order nor on which endpoint answered).
 Failures (``Response.failed``, kinds from :data:`lalm_eval.api.FAILURE_KINDS`, never scored)
     ``refusal`` / ``content_filter`` (the provider declined or filtered the answer),
     ``bad_request`` (400/401/403/404/422 and other 4xx: the provider's message, key redacted),
@@ -83,6 +93,7 @@ from lalm_eval.api import AUDIO_SR, Adapter, Request, Response
 from lalm_eval.errors import ConfigError
 from lalm_eval.http_reply import HTTPReply, describe_reply, find_cause
 from lalm_eval.models.batching import gen_kwargs_key, split_gen_kwargs, truncate_at
+from lalm_eval.models.endpoints import EndpointPool, parse_endpoints, shown_url
 from lalm_eval.models.long_audio import LongAudioError, fit_request, resolve_policy
 
 log = logging.getLogger(__name__)
@@ -103,6 +114,7 @@ class Retryable(Exception):
     def __init__(self, message: str, retry_after: float | None = None):
         super().__init__(message)
         self.retry_after = retry_after
+        self.endpoint = None  # the endpoint it happened at (set by the adapter)
 
 
 class BadRequest(Exception):
@@ -335,6 +347,9 @@ class APIAdapter(Adapter):
         cache_dir: str | None = None,
         device: str | None = None,
         max_reply_mb: float | None = None,
+        endpoints: str | None = None,
+        eject_after: int = 3,
+        cooldown_s: float = 30.0,
         **unknown,
     ):
         super().__init__()
@@ -351,13 +366,18 @@ class APIAdapter(Adapter):
         if _is_off(model):
             raise ConfigError(f"{where}: model arg 'model' (the provider's model id) is required")
         self.model = str(model)
-        self.base_url = str(base_url or self.DEFAULT_BASE_URL).rstrip("/")
-        parts = urllib.parse.urlsplit(self.base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"{where}: model arg base_url={self.base_url!r} must be an http(s) URL")
-        self.host = parts.hostname
-        self.loopback = self.host in LOOPBACK_HOSTS
+        self.base_urls = parse_endpoints(base_url, endpoints, self.DEFAULT_BASE_URL)
+        self.base_url = self.base_urls[0]
+        self.host = urllib.parse.urlsplit(self.base_url).hostname
+        self.loopback = all(urllib.parse.urlsplit(u).hostname in LOOPBACK_HOSTS for u in self.base_urls)
         self.concurrency = _number(where, "concurrency", concurrency, int, 1)
+        self.pool = EndpointPool(
+            self.base_urls,
+            self.concurrency,
+            eject_after=_number(where, "eject_after", eject_after, int, 1),
+            cooldown_s=_number(where, "cooldown_s", cooldown_s, float),
+        )
+        self._current = threading.local()
         self.timeout = _number(where, "timeout", timeout, float, 0.001)
         self.max_retries = _number(where, "max_retries", max_retries, int, 0)
         self.retry_delay = _number(where, "retry_delay", retry_delay)
@@ -451,18 +471,29 @@ class APIAdapter(Adapter):
             self.prices = budget.prices
 
     def identity(self) -> dict:
-        """Name, model id, endpoint, long-audio policy and the settings that change outputs
-        (concurrency, timeouts and retries do not; the key never appears)."""
-        parts = urllib.parse.urlsplit(self.base_url)
-        netloc = parts.hostname + (f":{parts.port}" if parts.port else "")
+        """Name, model id, endpoint(s), long-audio policy and the settings that change outputs
+        (concurrency, timeouts and retries do not; the key never appears). Several endpoints: their
+        URLs sorted, so neither their order nor which one answered changes the cache keys."""
+        urls = sorted(shown_url(u) for u in self.base_urls)
         return {
             "name": self.name,
             "model": self.model,
-            "base_url": f"{parts.scheme}://{netloc}{parts.path}",
+            "base_url": urls[0] if len(urls) == 1 else urls,
             "long_audio": self.long_audio,
             "audio_limit_s": self.AUDIO_LIMIT_S,
             **self.settings(),
         }
+
+    @property
+    def counters(self) -> dict:
+        """What the results' ``adapter_counters`` record: per-endpoint stats (see :mod:`.endpoints`)."""
+        return {"endpoints": self.pool.report()}
+
+    @property
+    def endpoint_url(self) -> str:
+        """The URL of the endpoint this thread's call goes to (the first outside a call)."""
+        endpoint = getattr(self._current, "endpoint", None)
+        return endpoint.url if endpoint is not None else self.base_url
 
     def settings(self) -> dict:
         """Subclass settings that change outputs (for :meth:`identity`)."""
@@ -552,7 +583,7 @@ class APIAdapter(Adapter):
             jobs.append((i, fitted, meta, params[gen_kwargs_key(r.gen_kwargs or {})]))
         if not jobs:
             return out
-        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(jobs)), thread_name_prefix=self.name)
+        pool = ThreadPoolExecutor(max_workers=min(self.pool.capacity, len(jobs)), thread_name_prefix=self.name)
         stop, failed = threading.Event(), None
         try:
             futures = {pool.submit(self._one, req, meta, p, stop): i for i, req, meta, p in jobs}
@@ -573,7 +604,7 @@ class APIAdapter(Adapter):
 
     def _one(self, request: Request, meta: dict, params: GenParams, stop: threading.Event | None = None) -> Response:
         where = f"task {request.task!r} doc {request.doc_id}"
-        last = None
+        last = avoid = None
         for attempt in range(self.max_retries + 1):
             if stop is not None and stop.is_set():
                 return Response.failed("error", f"{where}: not sent, the call stopped", **meta)
@@ -585,9 +616,12 @@ class APIAdapter(Adapter):
                     **meta,
                 )
             try:
-                reply = self._tracked_call(request, params, first=attempt == 0)
+                reply = self._tracked_call(request, params, first=attempt == 0, avoid=avoid)
             except Retryable as exc:
                 last, wait = exc, self._wait(attempt, exc.retry_after)
+                avoid = exc.endpoint
+                if attempt < self.max_retries and len(self.pool) > 1 and self.pool.elsewhere(avoid):
+                    wait = 0.0  # another endpoint is healthy: the retry goes there at once
                 if attempt == self.max_retries or wait is None:
                     break
                 log.warning(
@@ -629,7 +663,8 @@ class APIAdapter(Adapter):
             attempts=self.max_retries + 1 if not too_long else attempt + 1,
         )
 
-    def _tracked_call(self, request: Request, params: GenParams, first: bool) -> Reply:
+    def _tracked_call(self, request: Request, params: GenParams, first: bool, avoid=None) -> Reply:
+        endpoint = self.pool.acquire(avoid, max_wait=self.max_retry_delay)
         with self._lock:
             self.stats["calls"] += 1
             self.stats["in_flight"] += 1
@@ -637,9 +672,16 @@ class APIAdapter(Adapter):
             if first:
                 self.n_generated += 1
         self.recorder.start()
+        self._current.endpoint = endpoint
+        failed, t0 = False, time.perf_counter()
         try:
             return self.call(request, params)
+        except Retryable as exc:
+            failed, exc.endpoint = True, endpoint
+            raise
         finally:
+            self._current.endpoint = None
+            self.pool.release(endpoint, failed, time.perf_counter() - t0)
             with self._lock:
                 self.stats["in_flight"] -= 1
 

@@ -6,8 +6,9 @@ Each request becomes one ``models.generate_content`` call: the task's user/assis
 order), text parts where the task put them; a system message becomes ``system_instruction``.
 The SDK's own retries are off (``HttpRetryOptions(attempts=1)``) so that
 :class:`~.api_base.APIAdapter`'s retries are the only ones and honour ``Retry-After``; its
-``http_options.base_url`` is the model arg ``base_url`` when given (a local test server, a gateway),
-``http_options.timeout`` is ``timeout`` in milliseconds.
+``http_options.base_url`` is the model arg ``base_url`` when given (a local test server, a gateway;
+several: ``base_url=URL1|URL2`` or ``endpoints=FILE``, one client each, requests spread as
+"Several endpoints" in :mod:`.api_base` says), ``http_options.timeout`` is ``timeout`` in milliseconds.
 
 Model args (besides :class:`~.api_base.APIAdapter`'s; ``api_key_env`` defaults to
 ``GEMINI_API_KEY`` then ``GOOGLE_API_KEY``, ``max_request_mb`` to 20, Gemini's inline-request cap):
@@ -142,18 +143,24 @@ class GeminiAdapter(APIAdapter):
         self.thinking_level = None if thinking_level in (None, "", "none") else str(thinking_level)
         self.include_thoughts = str(include_thoughts).strip().lower() in ("1", "true", "yes")
         self.api_version = None if api_version in (None, "") else str(api_version)
-        custom = kwargs.get("base_url") not in (None, "")
-        options = types.HttpOptions(
-            base_url=self.base_url + "/" if custom else None,
-            api_version=self.api_version,
-            timeout=int(self.timeout * 1000),
-            retry_options=types.HttpRetryOptions(attempts=1),
-            client_args={  # no proxy for 127.0.0.1; every reply seen by the recorder
-                **({"trust_env": False} if self.loopback else {}),
-                "event_hooks": {"response": [self.recorder.hook]},
-            },
-        )
-        self._client = genai.Client(api_key=self._key or "EMPTY", http_options=options)
+        custom = self.base_urls != [self.DEFAULT_BASE_URL]
+        self._clients = {  # one per endpoint (model args base_url=URL1|URL2 or endpoints=FILE)
+            url: genai.Client(
+                api_key=self._key or "EMPTY",
+                http_options=types.HttpOptions(
+                    base_url=url + "/" if custom else None,
+                    api_version=self.api_version,
+                    timeout=int(self.timeout * 1000),
+                    retry_options=types.HttpRetryOptions(attempts=1),
+                    client_args={  # no proxy for 127.0.0.1; every reply seen by the recorder
+                        **({"trust_env": False} if self.loopback else {}),
+                        "event_hooks": {"response": [self.recorder.hook]},
+                    },
+                ),
+            )
+            for url in self.base_urls
+        }
+        self._client = self._clients[self.base_url]
 
     def settings(self) -> dict:
         return {
@@ -206,7 +213,9 @@ class GeminiAdapter(APIAdapter):
             automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
         )  # no tools here
         try:
-            response = self._client.models.generate_content(model=self.model, contents=contents, config=config)
+            response = self._clients[self.endpoint_url].models.generate_content(
+                model=self.model, contents=contents, config=config
+            )
         except self._errors.APIError as exc:
             message = self.recorder.describe("error") or exc.message or str(exc.details)
             if exc.code in RETRY_STATUS:

@@ -15,8 +15,11 @@ OpenAI, Azure-style gateways and vLLM), it parses replies into typed objects (``
 ``usage.prompt_tokens_details.audio_tokens``) and keeps the key out of its logs; its status
 exceptions carry the HTTP response, hence the headers our retry logic reads.
 
-Model args (besides :class:`~.api_base.APIAdapter`'s ``model``, ``base_url`` (default OpenAI's),
-``concurrency``, ``timeout``, ``max_retries``, ``retry_delay``, ``max_retry_delay``, ``long_audio``,
+Model args (besides :class:`~.api_base.APIAdapter`'s ``model``, ``base_url`` (default OpenAI's;
+several servers of the model: ``URL1|URL2|...``), ``endpoints`` (a file of URLs, one a line, ``#``
+comments; instead of ``base_url``), ``concurrency`` (per endpoint), ``eject_after`` and
+``cooldown_s`` (when a failing endpoint is taken out, and for how long: "Several endpoints" in
+:mod:`.api_base`), ``timeout``, ``max_retries``, ``retry_delay``, ``max_retry_delay``, ``long_audio``,
 ``max_request_mb`` (default 20), ``api_key_env`` (default ``OPENAI_API_KEY``), ``prices``,
 ``cache_dir``):
 
@@ -98,15 +101,15 @@ class OpenAIAudioAdapter(APIAdapter):
         except ImportError:
             raise ConfigError(f"{self.name} needs the 'openai' package: pip install 'lalm-eval[openai]'") from None
         self._openai = openai
-        http_client = openai.DefaultHttpx2Client(  # no proxy for 127.0.0.1; every reply seen by the recorder
+        self._clients = {url: self._new_client(url) for url in self.base_urls}  # one per endpoint
+        self._client = self._clients[self.base_url]
+
+    def _new_client(self, url: str):
+        http_client = self._openai.DefaultHttpx2Client(  # no proxy for 127.0.0.1; every reply seen by the recorder
             **({"trust_env": False} if self.loopback else {}), event_hooks={"response": [self.recorder.hook]}
         )
-        self._client = openai.OpenAI(
-            api_key=self._key or "EMPTY",
-            base_url=self.base_url,
-            max_retries=0,
-            timeout=self.timeout,
-            http_client=http_client,
+        return self._openai.OpenAI(
+            api_key=self._key or "EMPTY", base_url=url, max_retries=0, timeout=self.timeout, http_client=http_client
         )
 
     def settings(self) -> dict:
@@ -157,7 +160,7 @@ class OpenAIAudioAdapter(APIAdapter):
             body["modalities"] = self.modalities
         messages = self.messages(request)
         try:
-            completion = self._client.chat.completions.create(
+            completion = self._clients[self.endpoint_url].chat.completions.create(
                 model=self.model, messages=messages, extra_body=extra or None, **body
             )
         except openai.APITimeoutError:
