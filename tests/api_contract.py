@@ -418,6 +418,9 @@ def check_cli_run(
     assert results["usage"]["failures"] == failures
     assert results["usage"]["model_ids"] == [server.default_model]
     assert results["usage"]["usage"]["audio_tokens"] > 0 and results["usage"]["cost_usd"] > 0
+    (endpoint,) = results["adapter_counters"]["endpoints"]  # the per-endpoint stats reach the results
+    assert endpoint["url"] == server.base_url and endpoint["requests"] == len(records)
+    assert endpoint["answered"] + endpoint["failures"] == len(records) and endpoint["failures"] == retried
     text = "".join(p.read_text() for p in (tmp_path / "out").iterdir() if p.suffix in (".json", ".jsonl", ".md"))
     assert SECRET not in text
     return results

@@ -16,6 +16,7 @@ import pytest
 from lalm_eval.errors import ConfigError
 from lalm_eval.models.endpoints import parse_endpoints
 from lalm_eval.models.openai_audio import OpenAIAudioAdapter
+from lalm_eval.report.assemble import endpoint_notes
 from tests.api_contract import request
 from tests.api_servers import OpenAIServer
 
@@ -58,6 +59,12 @@ def test_two_endpoints_share_the_work_and_answer_as_one():
         assert [e["answered"] for e in stats] == [s.answered for s in servers]
         assert all(e["failures"] == 0 and e["taken_out"] == 0 for e in stats)
         assert all(0.05 <= e["latency_s"]["p50"] <= e["latency_s"]["p95"] for e in stats)
+        table = endpoint_notes(stats)  # the report's table, one row per endpoint
+        rows = [line for line in table if line.startswith("| http")]
+        assert [r.split(" | ")[:3] for r in rows] == [
+            [f"| {s.base_url}", str(len(s.records)), str(s.answered)] for s in servers
+        ]
+        assert endpoint_notes(stats[:1]) == []  # one endpoint: the report as before
     finally:
         for s in servers:
             s.close()

@@ -72,6 +72,7 @@ def results_document(run: EvalRun, config: dict) -> dict:
         "model_identity": run.model_identity,
         "adapter_counters": run.adapter_counters,
         "total_evaluation_time_seconds": round(run.seconds, 3),
+        "timings": run.timings,
         "date": _dt.datetime.now().timestamp(),
     }
 
@@ -157,6 +158,28 @@ def _notes(run: EvalRun) -> list[str]:
     return lines
 
 
+def endpoint_notes(endpoints: list[dict]) -> list[str]:
+    """The per-endpoint stats of an API adapter with several endpoints (``adapter_counters.endpoints``)."""
+    if len(endpoints) < 2:
+        return []
+    lines = [
+        "",
+        "### Endpoints",
+        "",
+        "| endpoint | requests | answered | failures | moved elsewhere | taken out | mean s | p50 s | p95 s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for e in endpoints:
+        lat = e.get("latency_s") or {}
+        lines.append(
+            f"| {e['url']} | {e['requests']} | {e['answered']} | {e['failures']} | {e['moved_elsewhere']} | "
+            f"{e['taken_out']} | "
+            + " | ".join(f"{lat[k]:.3f}" if k in lat else "—" for k in ("mean", "p50", "p95"))
+            + " |"
+        )
+    return lines
+
+
 def run_notes(run: EvalRun) -> list[str]:
     """What the model did not hear, what failed and why, and what the provider billed — per task.
 
@@ -235,6 +258,7 @@ def run_notes(run: EvalRun) -> list[str]:
         ids = (run.usage or {}).get("model_ids", [])
         if len(ids) > 1:
             lines += ["", f"**The provider answered with {len(ids)} different model ids: {', '.join(ids)}.**"]
+    lines += endpoint_notes((run.adapter_counters or {}).get("endpoints") or [])
     budget = run.budget
     if budget:
         lines += [
