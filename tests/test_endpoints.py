@@ -242,3 +242,29 @@ def test_bench_quick_loses_nothing():
     killed = result["killed"]
     assert killed["lost"] == 0 and killed["duplicated"] == 0
     assert killed["answered"] == killed["requests"] > 0
+
+
+def test_gemini_spreads_over_endpoints_and_moves_off_a_failing_one():
+    from lalm_eval.models.gemini import GeminiAdapter
+    from tests.api_servers import GeminiServer
+
+    servers = [GeminiServer(latency=0.02, answer=_answer) for _ in range(2)]
+    try:
+        servers[0].script(*[{"status": 503}] * 100)
+        adapter = GeminiAdapter(
+            model="gemini-2.5-flash",
+            base_url="|".join(s.base_url for s in servers),
+            concurrency=2,
+            retry_delay=0.01,
+            eject_after=2,
+            cache_dir="none",
+        )
+        out = adapter.generate([request(i, seconds=0.2) for i in range(10)])
+        assert all(r.text is not None for r in out), [r.error for r in out if r.text is None]
+        assert servers[1].answered == 10 and set(_answered_prompts(servers[1:]).values()) == {1}
+        first, second = adapter.counters["endpoints"]
+        assert first["failures"] == len(servers[0].records) > 0 and first["taken_out"] == 1
+        assert second["answered"] == 10 and second["failures"] == 0
+    finally:
+        for s in servers:
+            s.close()
