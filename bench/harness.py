@@ -7,14 +7,17 @@ Prints, side by side:
   overhead ratio (goal ≤ 5 %);
 - the batch-8 / batch-1 speed-up of each (goal: the harness keeps the hand loop's);
 - the whole ``lalm-eval`` process from shell start to results written, first run and cached
-  rerun (goal: rerun ≤ 5 % of the first).
+  rerun (goal: rerun ≤ 5 % of the first), split into the stages of the results JSON's
+  ``timings`` block (startup, imports, task loading, dataset open, model load, scan, generation,
+  scoring) plus what follows it (writing the results, report and plots, and the exit).
 
-    python bench/harness.py [--n 64] [--work DIR]
+    python bench/harness.py [--n 64] [--work DIR] [--stages-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -87,7 +90,9 @@ def harness_generate(model_dir: Path, requests, batch: int) -> float:
     return time.perf_counter() - t0
 
 
-def whole_process(model_dir: Path, out: Path, cache: Path, n: int) -> float:
+def whole_process(model_dir: Path, out: Path, cache: Path, n: int, no_cache: bool = False) -> tuple[float, dict]:
+    """Seconds of one ``lalm-eval`` run, and its stage seconds (``timings`` of its results JSON,
+    with ``writing+exit``: the wall time after the block was taken)."""
     cmd = [
         sys.executable,
         "-m",
@@ -109,15 +114,37 @@ def whole_process(model_dir: Path, out: Path, cache: Path, n: int) -> float:
         "--gen_kwargs",
         "max_new_tokens=32,min_new_tokens=32",
     ]
+    if no_cache:
+        cmd.append("--no_cache")
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, capture_output=True, cwd=out.parent)
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    (results,) = out.glob("results_*.json")
+    timings = json.loads(results.read_text(encoding="utf-8"))["timings"]
+    return wall, {**timings["stages"], "writing+exit": max(0.0, wall - timings["wall_s"])}
+
+
+def print_stages(runs: list[dict]) -> None:
+    """Per stage: the mean seconds over ``runs`` and the share of the whole process."""
+    names = list(dict.fromkeys(k for r in runs for k in r))
+    total = sum(sum(r.values()) for r in runs) / len(runs)
+    print(f"{'stage':>14} {'mean s':>8} {'share':>7}")
+    for name in names:
+        mean = sum(r.get(name, 0.0) for r in runs) / len(runs)
+        print(f"{name:>14} {mean:8.2f} {mean / total:7.1%}")
+    rest = total - sum(r.get("generation", 0.0) for r in runs) / len(runs)
+    print(f"{'all but gen.':>14} {rest:8.2f} {rest / total:7.1%}")
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=64)
     ap.add_argument("--work", type=Path, default=None, help="cache folder (datasets are built there once)")
+    ap.add_argument(
+        "--stages-only",
+        action="store_true",
+        help="only the whole-process stage split: 3 runs without the response cache",
+    )
     args = ap.parse_args(argv)
     from lalm_eval.models.tiny import make_tiny_model
 
@@ -126,6 +153,12 @@ def main(argv=None) -> int:
         os.chdir(tmp)  # no ./palm-bench here: the bench and the CLI runs both use <work>/datasets
         work = args.work or tmp / "work"
         model_dir = make_tiny_model("qwen2_audio", tmp / "tiny")
+        if args.stages_only:
+            load_clips(args.n, work)  # the dataset built once, outside the timings
+            runs = [whole_process(model_dir, tmp / f"stages{i}", work, args.n, no_cache=True)[1] for i in range(3)]
+            print(f"whole lalm-eval process, {args.n} clips, batch 8, 32 new tokens, no response cache (3 runs):")
+            print_stages(runs)
+            return 0
         requests = load_clips(args.n, work)
         secs = sum(r.audio_seconds for r in requests)
         print(f"{len(requests)} clips, {secs / len(requests):.1f} s average, 32 new tokens each")
@@ -143,8 +176,9 @@ def main(argv=None) -> int:
         )
         for stale in work.glob("responses.sqlite*"):  # the first run must start with no cached responses
             stale.unlink()
-        first = whole_process(model_dir, tmp / "out1", work, args.n)
-        again = whole_process(model_dir, tmp / "out2", work, args.n)
+        first, first_stages = whole_process(model_dir, tmp / "out1", work, args.n)
+        again, _ = whole_process(model_dir, tmp / "out2", work, args.n)
+        print_stages([first_stages])
         print(
             f"whole process (lalm-eval, batch 8, datasets already built): first {first:.1f} s "
             f"({args.n / first:.2f} samples/s), cached rerun {again:.1f} s = {again / first:.1%} of the first"

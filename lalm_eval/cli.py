@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from lalm_eval import __version__
@@ -212,7 +213,11 @@ def attach_budget(adapter, args) -> None:
         adapter.budget = Budget(args.max_cost, prices)
 
 
-def run_eval(args) -> int:
+def run_eval(args, timings=None) -> int:
+    from lalm_eval.timings import Timings
+
+    timings = timings if timings is not None else Timings()
+    t_imports = time.perf_counter()
     import random
 
     import numpy as np
@@ -223,6 +228,7 @@ def run_eval(args) -> int:
     from lalm_eval.models.build import adapter_spec, build_from_spec, identify, redact_model_args
     from lalm_eval.report.assemble import write_outputs
 
+    timings.add("imports", time.perf_counter() - t_imports)
     check_eval_args(args)  # every flag, and --output_path / --cache_dir made and probed
     random.seed(args.seed)
     np.random.seed(args.seed)
@@ -249,17 +255,20 @@ def run_eval(args) -> int:
     early = build_from_spec(spec, identify=False) if getattr(spec.cls, "BUILT_BEFORE_TASKS", False) else None
     # every task loaded (YAML, metrics, filters), its dataset, config and split opened and its first
     # doc rendered: before a model is built (or, built above, hashed)
-    opened = open_tasks(tasks, include_path=args.include_path, cache_dir=Path(args.cache_dir), limit=args.limit)
+    opened = open_tasks(
+        tasks, include_path=args.include_path, cache_dir=Path(args.cache_dir), limit=args.limit, timings=timings
+    )
     for task, docs in zip(opened.tasks, opened.opened):
         if not len(docs):
             print(
                 f"lalm-eval: task {task.name!r} has no docs ({task.yaml_file}); it is reported empty", file=sys.stderr
             )
-    if early is not None:
-        adapter = early
-        identify(spec, adapter)
-    else:
-        adapter = build_from_spec(spec)
+    with timings.stage("model_load"):  # the adapter built and identified (weights hashed); HF weights load lazily
+        if early is not None:
+            adapter = early
+            identify(spec, adapter)
+        else:
+            adapter = build_from_spec(spec)
     attach_budget(adapter, args)
     if args.dry_run:
         from lalm_eval.evaluation.plan import plan_run
@@ -292,6 +301,7 @@ def run_eval(args) -> int:
         stream_chunk=args.stream_chunk,
         judge_samples=args.judge_samples,
         bertscore_models=args.bertscore_models,
+        timings=timings,
     )
     budget = getattr(adapter, "budget", None)
     not_run = sum(r.sample_info.get("failures", {}).get("budget", 0) for r in run.results.values())
@@ -314,6 +324,7 @@ def run_eval(args) -> int:
     if not is_main_process():  # every process holds all responses; one writes and prints
         return 0
     files = {}
+    run.timings = timings.block()
     if args.output_path:  # written before anything is printed: a closed pipe or a console that cannot
         # show a character loses nothing
         kept = "every answer is in the response cache" if not args.no_cache else "--no_cache: the answers are not kept"
@@ -460,6 +471,9 @@ def run_subcommand(argv: list[str]) -> int:
 
 def main(argv=None) -> int:
     from lalm_eval.cli_support import guard, pop_verbose
+    from lalm_eval.timings import Timings
+
+    timings = Timings()  # startup: the process's start to here
 
     argv, verbose = pop_verbose(argv)
 
@@ -478,7 +492,7 @@ def main(argv=None) -> int:
             return doctor_main(argv[1:])
         if argv and argv[0] in SUBCOMMANDS:
             return run_subcommand(argv)
-        return run_eval(eval_parser().parse_args(argv))
+        return run_eval(eval_parser().parse_args(argv), timings)
 
     return guard("lalm-eval", dispatch, verbose)
 

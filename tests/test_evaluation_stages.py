@@ -223,3 +223,18 @@ def test_process_results_refused_and_validation_split_evaluated(tmp_path):
     assert val.eval_split == "dev"
     both = Task.from_yaml(_task_yaml(tmp_path / "w", "validation_split: dev\ntest_split: test\n"))
     assert both.eval_split == "test"
+
+
+STAGES = ("imports", "task_loading", "dataset_open", "model_load", "scan", "generation", "scoring")
+
+
+def test_results_json_carries_the_stage_timings(build, tmp_path, monkeypatch):
+    _no_bertscore(monkeypatch)
+    result = _run(build, tmp_path / "cache", "--output_path", tmp_path / "out")
+    assert result.rc == 0, result.err[-2000:]
+    (path,) = (tmp_path / "out").glob("**/results_*.json")
+    timings = json.loads(path.read_text())["timings"]
+    stages = timings["stages"]
+    assert set(STAGES) <= set(stages), stages
+    assert all(isinstance(v, float) and v >= 0 for v in stages.values())
+    assert sum(stages.values()) <= timings["wall_s"] + 0.01  # each stage rounded to the millisecond

@@ -25,7 +25,6 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 import soxr
-from scipy.signal import fftconvolve
 
 from lalm_eval.errors import AudioError, ConfigError
 
@@ -192,6 +191,8 @@ def _reverberate(audio: np.ndarray, sr: int, reverb: dict) -> np.ndarray:
     else:
         rir = np.zeros(max(1, int(round(float(reverb["delay"]) * sr))) + 1)
         rir[0], rir[-1] = 1.0, float(reverb["decay"])
+    from scipy.signal import fftconvolve  # here: scipy.signal takes ~1 s to import, a config check needs none
+
     return fftconvolve(audio, rir)[: audio.size]
 
 

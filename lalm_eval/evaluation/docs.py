@@ -23,6 +23,7 @@ from lalm_eval.audio.io import read_audio
 from lalm_eval.errors import AudioError, ConfigError, LalmEvalError
 from lalm_eval.hub.load import load_dataset_fresh
 from lalm_eval.tasks import Task, TaskManager
+from lalm_eval.timings import Timings
 
 
 def decode_audio(value) -> np.ndarray:
@@ -175,15 +176,20 @@ def check_limit(limit) -> None:
         raise ConfigError(f"limit: must be a whole number >= 1, got {limit!r}; omit it to run every doc")
 
 
-def open_tasks(task_names: list[str], *, include_path=None, cache_dir: Path, limit: int | None = None) -> OpenedTasks:
+def open_tasks(
+    task_names: list[str], *, include_path=None, cache_dir: Path, limit: int | None = None, timings=None
+) -> OpenedTasks:
     """Every task of ``task_names`` loaded (its YAML, metrics and filters checked), its dataset
     opened (a missing dataset, config or split is an error naming the task) and its first doc
-    rendered: what can be wrong with the tasks and their data shows before a model is built."""
+    rendered: what can be wrong with the tasks and their data shows before a model is built.
+    ``timings`` (a :class:`lalm_eval.timings.Timings`) gets the ``task_loading`` and ``dataset_open`` stages."""
     check_limit(limit)
-    manager = TaskManager(include_paths=include_path)
-    return open_loaded(
-        task_names, manager, [manager.load_task(n) for n in manager.resolve(task_names)], cache_dir, limit
-    )
+    timings = timings if timings is not None else Timings()
+    with timings.stage("task_loading"):
+        manager = TaskManager(include_paths=include_path)
+        tasks = [manager.load_task(n) for n in manager.resolve(task_names)]
+    with timings.stage("dataset_open"):
+        return open_loaded(task_names, manager, tasks, cache_dir, limit)
 
 
 def open_loaded(names: list[str], manager: TaskManager, tasks: list[Task], cache_dir: Path, limit=None) -> OpenedTasks:

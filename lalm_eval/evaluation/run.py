@@ -28,6 +28,7 @@ from lalm_eval.metrics.scoring import ScoringContext
 from lalm_eval.models.batching import resolve_batch_size
 from lalm_eval.tasks import Task
 from lalm_eval.tasks.gen_kwargs import check_gen_kwargs
+from lalm_eval.timings import Timings
 
 
 @dataclasses.dataclass
@@ -62,6 +63,7 @@ class EvalRun:
     n_generated: int
     seconds: float
     budget: dict | None = None  # set by the CLI under --max_cost
+    timings: dict | None = None  # set by the CLI: the results JSON's stage times (lalm_eval/timings.py)
 
     @property
     def samples(self) -> dict[str, list[dict]]:
@@ -93,6 +95,7 @@ def evaluate(
     stream_chunk: int | None = None,
     judge_samples: int = 1,
     bertscore_models: dict | None = None,
+    timings=None,
 ) -> EvalRun:
     """Run ``adapter`` on the opened ``tasks`` (``cache_dir``: the response cache's folder, by
     default the one the tasks were opened with).
@@ -106,16 +109,21 @@ def evaluate(
     chunk size.
 
     ``batch_size``, ``stream_chunk`` and ``gen_kwargs`` are checked first, whatever the cache holds
-    (a run answered from the cache alone would otherwise accept any value)."""
+    (a run answered from the cache alone would otherwise accept any value).
+
+    ``timings`` (:class:`~lalm_eval.timings.Timings`) gets the scan, model_load, generation, scoring stages."""
     t0 = time.perf_counter()
+    timings = timings if timings is not None else Timings()
+    loaded_before = getattr(adapter, "load_seconds", 0.0)
     check_batch_size(batch_size)
     chunk = stream_chunk_size(stream_chunk, batch_size)
     check_gen_kwargs(dict(gen_kwargs or {}), "gen_kwargs")
     cache_dir = Path(cache_dir if cache_dir is not None else tasks.cache_dir)
     generation = Generation(adapter, cache_dir, use_cache, batch_size)
     identity = adapter.identity()
-    runs = scan_all(tasks, identity, gen_kwargs or {})
-    found = generation.lookup(p.key for run in runs for p in run.pending if p.key)
+    with timings.stage("scan"):
+        runs = scan_all(tasks, identity, gen_kwargs or {})
+        found = generation.lookup(p.key for run in runs for p in run.pending if p.key)
     n_docs = sum(len(run.pending) for run in runs)
     to_generate = sum(1 for run in runs for p in run.pending if p.key is None or p.key not in found)
     progress = Progress(
@@ -124,8 +132,13 @@ def evaluate(
         note=f" ({n_docs} docs of {len(runs)} task(s), {n_docs - to_generate} answered from the response cache)",
     )
     with interrupt_note(functools.partial(what_is_kept, runs, generation.cache, adapter)):
+        t_gen = time.perf_counter()
         per_run = stream_requests(runs, found, identity, chunk, counted(generation, progress), _without_audio)
         progress.close()
+        loading = getattr(adapter, "load_seconds", 0.0) - loaded_before
+        timings.add("model_load", loading)
+        timings.add("generation", time.perf_counter() - t_gen - loading)
+        t_score = time.perf_counter()
         context = ScoringContext(
             judge_llm=judge_llm,
             cache_dir=cache_dir,
@@ -136,6 +149,7 @@ def evaluate(
         results = {
             run.task.name: task_result(run, part, context) for run, part in zip(tqdm(runs, desc="scoring"), per_run)
         }
+    timings.add("scoring", time.perf_counter() - t_score)
     responses = [r for part in per_run for r in part]
     return EvalRun(
         tasks=tasks.tasks,

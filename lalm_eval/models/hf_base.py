@@ -43,6 +43,7 @@ import logging
 import math
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -280,6 +281,7 @@ class HFAudioAdapter(Adapter):
         self.long_audio = resolve_policy(long_audio, self.LONG_AUDIO_DEFAULT, self.AUDIO_LIMIT_SCOPE, self.name)
         self.n_failed = 0  # requests that got Response(None, error)
         self._model = self._processor = self._identity = None
+        self.load_seconds = 0.0  # processor and weights loading (imports included), see loading()
         self._audio_limit: AudioLimit | None = None
         self.peft = user_path(str(peft)) if peft else None  # a peft adapter folder (lalm-eval train, LoRA recipes)
         self.soft_prompts_path = user_path(str(soft_prompts)) if soft_prompts else None
@@ -355,7 +357,9 @@ class HFAudioAdapter(Adapter):
     def loading(self, what: str):
         """A processor or model that fails to load, told once as a :class:`ModelLoadError` naming
         ``pretrained=`` (it stops the run at the first batch, before any doc is answered, instead of
-        failing every doc alone); project errors pass unchanged."""
+        failing every doc alone); project errors pass unchanged. Its seconds are added to
+        :attr:`load_seconds` (the results JSON's ``model_load`` stage)."""
+        t0 = time.perf_counter()
         try:
             yield
         except LalmEvalError:
@@ -367,6 +371,8 @@ class HFAudioAdapter(Adapter):
                 f"({type(exc).__name__}: {first}); check that it is a complete model folder (config.json, "
                 "tokenizer, weights) or Hub id of this architecture, or give the --model of its architecture"
             ) from exc
+        finally:
+            self.load_seconds += time.perf_counter() - t0
 
     def identity(self) -> dict:
         """Computed once per adapter (it hashes files); loads no weights."""

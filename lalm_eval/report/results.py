@@ -7,8 +7,8 @@ hits and misses), ``errors`` (failed documents per task, each with its failure k
 ``sample_info`` (per task: truncated samples, audio seconds sent and heard, failures by kind,
 provider token usage, model ids, cost), ``usage`` (those summed over the run), ``budget``
 (``--max_cost``: limit, spent, requests not run), ``model_identity`` (the adapter's identity:
-weights hash, dtype, long-audio policy, calibrated thresholds…), ``adapter_counters`` and
-``lalm_eval_version``. Metric values
+weights hash, dtype, long-audio policy, calibrated thresholds…), ``adapter_counters``, ``timings``
+(``lalm-eval``'s stage seconds, :mod:`lalm_eval.timings`; None elsewhere) and ``lalm_eval_version``. Metric values
 are keyed ``"<metric>,<filter>"`` (``"token_f1,none"``) with ``"<metric>_stderr,<filter>"``
 beside them, as lm-eval writes them, so tools that read lm-eval results read ours.
 
@@ -53,6 +53,7 @@ TOP_LEVEL = {
     "model_identity": dict,
     "adapter_counters": dict,
     "total_evaluation_time_seconds": lambda: None,
+    "timings": lambda: None,
     "date": lambda: None,
     "lalm_eval_version": lambda: __version__,
 }
