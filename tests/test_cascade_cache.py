@@ -112,3 +112,18 @@ def test_corrupted_record_is_recomputed_with_a_warning(tmp_path, enroll_dir, emb
     assert again.identity() == first.identity()
     embed_calls.clear()
     assert build(enroll_dir, tmp_path / "cache").enrollment_cached and embed_calls == []  # rewritten whole
+
+
+def test_fast_preprocess_gives_resemblyzer_samples(corpus):
+    """The encoder's trimming packs PCM with numpy; its output equals resemblyzer's, sample for sample."""
+    from resemblyzer import preprocess_wav
+
+    audios = [np.zeros(100, np.float32), np.full(16000, 0.01, np.float32)]
+    for utt in corpus.utterances_of("en_s01")[:2] + corpus.utterances_of("zh_s01")[:1]:
+        audio = utt.load_audio()
+        audios += [audio[a : a + 25600] for a in range(0, len(audio) - 12800, 12800)]
+    for audio in audios:
+        with np.errstate(all="ignore"):
+            expected = preprocess_wav(audio)
+        got = ResemblyzerEncoder._preprocess(audio)
+        assert got.dtype == expected.dtype and np.array_equal(got, expected)
