@@ -12,7 +12,10 @@ sees a dataset row, so it cannot read answers or labels):
    leave-one-clip-out window scores on the enrollment data alone (``calibration`` /
    ``identity()`` report it). What a speaker folder holds that cannot be used is listed, each on
    stderr (a warning) and in ``identity()["enrollment_skips"]``, and counted
-   (``counters["enrollment_skipped"]``).
+   (``counters["enrollment_skipped"]``). With a cache folder (the harness's ``cache_dir``, else
+   ``embed_cache``) the centroids and the calibration are one record reused across runs
+   (:mod:`.cascade_parts.enrollment_cache`: keyed by the enrollment files' content, the encoder's
+   weights, the code and the settings; ``enrollment_cached`` says whether this run read it).
 2. **Analysis of the test audio** (once per distinct audio, cached by content hash;
    :mod:`.cascade_parts.analysis`): webrtcvad regions → 1.6 s windows every 0.8 s → embeddings in
    one batch → each window to the best enrolled subject, or unknown below the threshold, after a
