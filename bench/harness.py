@@ -11,7 +11,15 @@ Prints, side by side:
   ``timings`` block (startup, imports, task loading, dataset open, model load, scan, generation,
   scoring) plus what follows it (writing the results, report and plots, and the exit).
 
-    python bench/harness.py [--n 64] [--work DIR] [--stages-only]
+With ``--lmms-eval EXE`` (an lmms-eval 0.7.3 executable, e.g. from a throwaway venv), only the
+whole-process comparison: ``lalm-eval`` and lmms-eval on the same clips (the first ``--n`` docs of
+palm_recognition, exported to Parquet with their rendered questions; task in ``bench/lmms_task/``),
+the same tiny Qwen2-Audio, batch 8, ``max_new_tokens=32`` greedy (lmms-eval's Qwen2-Audio adapter
+does not pass ``min_new_tokens``, so neither run gets it), no response cache, 3 alternating pairs.
+lmms-eval 0.7.3's Qwen2-Audio adapter moves its inputs to ``"cuda"`` under ``device_map=auto``;
+on a CPU-only machine that line must be changed to ``inputs.to(self._device)`` first.
+
+    python bench/harness.py [--n 64] [--work DIR] [--stages-only | --lmms-eval EXE]
 """
 
 from __future__ import annotations
@@ -49,12 +57,14 @@ def load_clips(n: int, cache_dir: Path):
     )
 
 
-def hand_loop(model_dir: Path, requests, batch: int) -> float:
+def hand_loop(model_dir: Path, requests, batch: int, device: str = "cpu", dtype: str = "float32") -> float:
+    import torch
     from transformers import AutoProcessor, Qwen2AudioForConditionalGeneration
 
     processor = AutoProcessor.from_pretrained(model_dir)
     processor.tokenizer.padding_side = "left"
-    model = Qwen2AudioForConditionalGeneration.from_pretrained(model_dir).eval()
+    model = Qwen2AudioForConditionalGeneration.from_pretrained(model_dir, dtype=getattr(torch, dtype))
+    model = model.to(device).eval()
     order = sorted(range(len(requests)), key=lambda i: -requests[i].audio_seconds)
     run_chunks(processor, model, [requests[order[0]]])  # warm-up, as the harness gets one
     t0 = time.perf_counter()
@@ -74,23 +84,86 @@ def run_chunks(processor, model, chunk) -> None:
         texts.append(processor.apply_chat_template(conv, add_generation_prompt=True, tokenize=False))
     inputs = processor(
         text=texts, audio=[r.audios[0] for r in chunk], sampling_rate=16000, return_tensors="pt", padding=True
-    )
+    ).to(model.device, dtype=model.dtype)  # the dtype applies to the floating tensors (the features) only
     with torch.no_grad():
         out = model.generate(**inputs, max_new_tokens=32, min_new_tokens=32, do_sample=False)
     processor.batch_decode(out[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
 
 
-def harness_generate(model_dir: Path, requests, batch: int) -> float:
+def harness_generate(model_dir: Path, requests, batch: int, device: str = "cpu", dtype: str = "auto") -> float:
     from lalm_eval.models import MODELS
 
-    adapter = MODELS.get("qwen2_audio")(pretrained=str(model_dir), device="cpu")
+    adapter = MODELS.get("qwen2_audio")(pretrained=str(model_dir), device=device, dtype=dtype)
     adapter.generate(requests[:1], 1)  # load weights outside the timing, as the hand loop does
     t0 = time.perf_counter()
     adapter.generate(requests, batch)
     return time.perf_counter() - t0
 
 
-def whole_process(model_dir: Path, out: Path, cache: Path, n: int, no_cache: bool = False) -> tuple[float, dict]:
+def export_clips(n: int, cache_dir: Path, out: Path) -> Path:
+    """The first ``n`` palm_recognition docs (what ``--limit n`` evaluates) as Parquet rows of
+    (question as rendered, audio, answer), for lmms-eval."""
+    import datasets
+
+    from lalm_eval.evaluation.docs import open_docs
+    from lalm_eval.tasks import TaskManager
+
+    task = TaskManager().load_task("palm_recognition")
+    rows = []
+    for doc in open_docs(task, cache_dir, n).docs:
+        doc = dict(doc)
+        (audio,) = task.audio_of(doc)
+        question = task.messages(doc)[-1]["content"][-1]["text"]
+        rows.append(
+            {
+                "question": question,
+                "audio": {"bytes": audio["bytes"], "path": None},
+                "answer": str(task.render_target(doc)),
+            }
+        )
+    ds = datasets.Dataset.from_list(rows).cast_column("audio", datasets.Audio(sampling_rate=16000))
+    ds.to_parquet(str(out / "clips.parquet"))
+    template = (ROOT / "bench" / "lmms_task" / "palm_rec64.yaml.in").read_text(encoding="utf-8")
+    (out / "palm_rec64.yaml").write_text(template.replace("{clips}", str(out / "clips.parquet")), encoding="utf-8")
+    (out / "utils.py").write_text((ROOT / "bench" / "lmms_task" / "utils.py").read_text(encoding="utf-8"))
+    return out
+
+
+def lmms_process(exe: str, model_dir: Path, task_dir: Path, out: Path) -> float:
+    cmd = [exe, "--model", "qwen2_audio", "--model_args", f"pretrained={model_dir},device=cpu,device_map=auto"]
+    cmd += ["--tasks", "palm_rec64", "--include_path", str(task_dir), "--batch_size", "8", "--output_path", str(out)]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True, cwd=out.parent)
+    return time.perf_counter() - t0
+
+
+def versus_lmms(exe: str, model_dir: Path, work: Path, tmp: Path, n: int) -> None:
+    """3 alternating pairs of whole processes, lalm-eval first in each; the stage split of ours."""
+    task_dir = tmp / "lmms_task"
+    task_dir.mkdir()
+    export_clips(n, work, task_dir)
+    ours, theirs, stages = [], [], []
+    for i in range(3):
+        wall, st = whole_process(model_dir, tmp / f"ours{i}", work, n, no_cache=True, gen="max_new_tokens=32")
+        ours.append(wall)
+        stages.append(st)
+        theirs.append(lmms_process(exe, model_dir, task_dir, tmp / f"lmms{i}"))
+    print(f"whole process, {n} clips, batch 8, max_new_tokens=32 greedy, 3 alternating pairs:")
+    print(f"{'pair':>4} {'lalm-eval s':>12} {'lmms-eval s':>12} {'ratio':>7}")
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        print(f"{i + 1:4d} {a:12.2f} {b:12.2f} {b / a:6.2f}x")
+    print(f"{'mean':>4} {sum(ours) / 3:12.2f} {sum(theirs) / 3:12.2f} {sum(theirs) / sum(ours):6.2f}x")
+    print_stages(stages)
+
+
+def whole_process(
+    model_dir: Path,
+    out: Path,
+    cache: Path,
+    n: int,
+    no_cache: bool = False,
+    gen: str = "max_new_tokens=32,min_new_tokens=32",
+) -> tuple[float, dict]:
     """Seconds of one ``lalm-eval`` run, and its stage seconds (``timings`` of its results JSON,
     with ``writing+exit``: the wall time after the block was taken)."""
     cmd = [
@@ -112,7 +185,7 @@ def whole_process(model_dir: Path, out: Path, cache: Path, n: int, no_cache: boo
         "--cache_dir",
         str(cache),
         "--gen_kwargs",
-        "max_new_tokens=32,min_new_tokens=32",
+        gen,
     ]
     if no_cache:
         cmd.append("--no_cache")
@@ -145,6 +218,9 @@ def main(argv=None) -> int:
         action="store_true",
         help="only the whole-process stage split: 3 runs without the response cache",
     )
+    ap.add_argument(
+        "--lmms-eval", default=None, metavar="EXE", help="an lmms-eval 0.7.3 executable: only the comparison"
+    )
     args = ap.parse_args(argv)
     from lalm_eval.models.tiny import make_tiny_model
 
@@ -153,6 +229,10 @@ def main(argv=None) -> int:
         os.chdir(tmp)  # no ./palm-bench here: the bench and the CLI runs both use <work>/datasets
         work = args.work or tmp / "work"
         model_dir = make_tiny_model("qwen2_audio", tmp / "tiny")
+        if args.lmms_eval:
+            load_clips(args.n, work)  # the dataset built once, outside the timings
+            versus_lmms(args.lmms_eval, model_dir, work, tmp, args.n)
+            return 0
         if args.stages_only:
             load_clips(args.n, work)  # the dataset built once, outside the timings
             runs = [whole_process(model_dir, tmp / f"stages{i}", work, args.n, no_cache=True)[1] for i in range(3)]
