@@ -14,10 +14,11 @@ whether every response and filtered answer is identical (exit 1 when one differs
 from __future__ import annotations
 
 import argparse
-import cProfile
 import io
 import json
 import pstats
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -52,21 +53,23 @@ def compare(before: Path, after: Path) -> int:
 
 
 def run(args) -> int:
-    from lalm_eval.cli import main
-
     out = Path(args.out)
+    entry = shutil.which("lalm-eval", path=str(Path(sys.executable).parent)) or shutil.which("lalm-eval")
+    if entry is None:
+        print("cascade_profile: error: lalm-eval: not installed beside this Python; pip install -e .", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory() as cache:
         model_args = f"enrollment={args.enrollment}" + (f",threads={args.threads}" if args.threads else "")
         argv = ["--model", "cascade", "--model_args", model_args]
         argv += ["--tasks", args.tasks, "--output_path", str(out), "--log_samples", "--cache_dir", cache]
         argv += ["--limit", str(args.limit)] if args.limit else []
-        profile = cProfile.Profile()
-        start = time.perf_counter()
-        rc = profile.runcall(main, argv)
+        profile = str(Path(cache) / "profile.pstats")
+        start = time.perf_counter()  # the CLI in its own process (only the entry point imports it)
+        rc = subprocess.run([sys.executable, "-m", "cProfile", "-o", profile, entry, *argv]).returncode
         wall = time.perf_counter() - start
-    if rc:
-        return rc
-    stats = pstats.Stats(profile)
+        if rc:
+            return rc
+        stats = pstats.Stats(profile)
     generate = [(k, v) for k, v in stats.stats.items() if k[0].endswith("cascade.py") and k[2] == "generate"]
     calls_s = sum(v[3] for _, v in generate)
     n = len(samples(out))
@@ -75,7 +78,8 @@ def run(args) -> int:
         f"{1000 * calls_s / max(n, 1):.0f} ms/call; whole run {wall:.1f} s, under cProfile)"
     )
     text = io.StringIO()
-    pstats.Stats(profile, stream=text).sort_stats("cumulative").print_stats(FOCUS, args.top)
+    stats.stream = text
+    stats.sort_stats("cumulative").print_stats(FOCUS, args.top)
     print("\n".join(line for line in text.getvalue().splitlines() if line.strip())[-6000:])
     return 0
 
