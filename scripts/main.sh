@@ -3,8 +3,8 @@
 #   install → corpus report → build PALM-Bench and MSU-Bench (`small` presets) into ./palm-bench
 #   and ./msu-bench (reused when their build config is unchanged) → load them back with
 #   `datasets` → evaluate the `cascade` reference system (speaker verification against the
-#   subjects' train-split enrollment clips + pocketsphinx ASR) and a tiny random-weight
-#   Qwen2-Audio on the `palm` and `msu` groups → results, Markdown tables and PNG plots under
+#   subjects' train-split enrollment clips + pocketsphinx ASR; on one thread, beside the next
+#   steps) and a tiny random-weight Qwen2-Audio on the `palm` and `msu` groups → results, Markdown tables and PNG plots under
 #   ./outputs → print the combined PALM / MSU tables → fine-tune the tiny model (one LoRA
 #   placement, one prompt-tuning setting, a minute each) and print it beside the base model.
 # No LLM judge is configured here, so LLM-score columns print "—" with the reason; add
@@ -15,7 +15,6 @@ cd "$(dirname "$0")/.."
 # (sample counters, build stages, training steps: lines starting with the program's name) and, at
 # the end, every step's time.
 START=$(date +%s)
-STEPS=()
 SHOWN='^(lalm-eval|palm-bench|msu-bench)( [a-z-]+)?: '
 step() {  # step NAME LOG COMMAND...: run COMMAND, output into LOG, progress lines on the console
   local name=$1 log=$2 t0 rc
@@ -31,14 +30,15 @@ step() {  # step NAME LOG COMMAND...: run COMMAND, output into LOG, progress lin
     echo "main job: $name failed (exit $rc); whole output in $log" >&2
     exit "$rc"
   fi
-  STEPS+=("$(printf '%-44s %5d s' "$name" $(( $(date +%s) - t0 )))")
+  printf '%-46s %5d s\n' "$name" $(( $(date +%s) - t0 )) >>"$LOGS/step_times.txt"
 }
 OUT=outputs
 LOGS=$OUT/logs
 mkdir -p "$LOGS"
+: >"$LOGS/step_times.txt"
 T0=$(date +%s)
 BIN=$(bash scripts/install.sh | tail -1)   # .venv with the project (see the README's Install)
-STEPS+=("$(printf '%-44s %5d s' "install" $(( $(date +%s) - T0 )))")
+printf '%-46s %5d s\n' "install" $(( $(date +%s) - T0 )) >>"$LOGS/step_times.txt"
 export PATH="$BIN:$PATH"
 palm-bench corpus-info
 step "build palm-bench (small)" "$LOGS/build-palm.log" palm-bench build --out palm-bench --preset small
@@ -59,13 +59,16 @@ msu = load_dataset("msu-bench", "tier4", split="test")
 print(f"load_dataset('msu-bench', 'tier4'): {len(msu)} questions; first: {msu[0]['question']!r}")
 PY
 lalm-eval make-tiny-model qwen2_audio "$OUT/tiny-qwen2-audio" >/dev/null
-step "cascade on palm,msu" "$LOGS/cascade.log" lalm-eval --model cascade --model_args enrollment=palm-bench \
-  --tasks palm,msu --output_path "$OUT/cascade" --log_samples
+# The cascade runs beside the tiny model's steps, on one thread (pocketsphinx and the GE2E LSTM);
+# the tiny model, its fine-tunes and their evaluations take the rest of the machine.
+OMP_NUM_THREADS=1 step "cascade on palm,msu (beside the next steps)" "$LOGS/cascade.log" \
+  lalm-eval --model cascade --model_args enrollment=palm-bench \
+  --tasks palm,msu --output_path "$OUT/cascade" --log_samples &
+CASCADE=$!
+trap 'kill "$CASCADE" 2>/dev/null || true' EXIT  # a step that fails stops the cascade too
 step "tiny Qwen2-Audio on palm,msu" "$LOGS/tiny-qwen2-audio.log" lalm-eval --model qwen2_audio \
   --model_args "pretrained=$OUT/tiny-qwen2-audio" --tasks palm,msu --batch_size 8 \
   --output_path "$OUT/tiny-qwen2-audio" --log_samples
-lalm-eval report "$OUT/cascade" "$OUT/tiny-qwen2-audio" --output_path "$OUT/report" \
-  --metrics recognition_presence,token_f1,llm_judge
 # PALM §5.2 in miniature: one LoRA placement (attention) and one prompt-tuning setting (4 soft
 # tokens per speaker), each trained for a minute on the embedded train split of palm_recognition
 # with the paper's learning rate, then evaluated beside the base model (PALM Table 2's layout).
@@ -82,8 +85,11 @@ for RECIPE in lora_attn prompt_tuning; do
     --tasks palm_recognition --batch_size 8 --output_path "$RUN" --log_samples
   SFT+=("$RUN")
 done
+wait "$CASCADE" || exit 1
+lalm-eval report "$OUT/cascade" "$OUT/tiny-qwen2-audio" --output_path "$OUT/report" \
+  --metrics recognition_presence,token_f1,llm_judge
 lalm-eval report "$OUT/tiny-qwen2-audio" "${SFT[@]}" --layout palm_table2 --output_path "$OUT/report-sft"
 echo
 echo "main job: step times (the rest: corpus report, loads, reports)"
-printf '  %s\n' "${STEPS[@]}"
+sed 's/^/  /' "$LOGS/step_times.txt"
 echo "main job: $(( $(date +%s) - START )) s in all; per-model reports: $OUT/cascade, $OUT/tiny-qwen2-audio; logs: $LOGS"
