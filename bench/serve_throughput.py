@@ -42,6 +42,7 @@ def main() -> int:
     ap.add_argument("--tokens", type=int, default=32, help="max_new_tokens")
     ap.add_argument("--server_args", default=" ".join(CPU_ARGS), help="extra vllm serve flags")
     ap.add_argument("--work", type=Path, default=None)
+    ap.add_argument("--cache_dir", default=None, help="lalm-eval's --cache_dir (default: its own)")
     args = ap.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="serve-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -58,6 +59,7 @@ def main() -> int:
         cmd += ["--model_args", f"base_url={s.base_url},model=bench,server=vllm,concurrency={args.concurrency}"]
         cmd += ["--tasks", "palm_recognition", "--limit", str(args.n), "--gen_kwargs", f"max_new_tokens={args.tokens}"]
         cmd += ["--no_cache", "--log_samples", "--output_path", str(out)]
+        cmd += ["--cache_dir", args.cache_dir] if args.cache_dir else []
         t0 = time.monotonic()
         proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
         wall = time.monotonic() - t0
