@@ -61,12 +61,14 @@ def records(cache_dir):
     return sorted((cache_dir / enrollment_cache.FOLDER).glob("*.npz"))
 
 
-def test_second_construction_reads_the_record(tmp_path, enroll_dir, embed_calls):
+def test_second_construction_reads_the_record(tmp_path, enroll_dir, embed_calls, capsys):
     first = build(enroll_dir, tmp_path / "cache")
     assert embed_calls and not first.enrollment_cached and len(records(tmp_path / "cache")) == 1
+    assert "lalm-eval: cascade: enrollment and calibration done in" in capsys.readouterr().err  # the console is told
     embed_calls.clear()
     second = build(enroll_dir, tmp_path / "cache")
     assert embed_calls == [] and second.enrollment_cached  # the encoder embedded nothing
+    assert "lalm-eval: cascade: enrollment and calibration read from the cache" in capsys.readouterr().err
     assert second.identity() == first.identity()  # the response cache's key is unchanged
     assert np.array_equal(second.enrollment.centroids, first.enrollment.centroids)
     assert np.array_equal(second.enrollment.clip_embeddings, first.enrollment.clip_embeddings)

@@ -65,6 +65,9 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
+import os
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -73,6 +76,7 @@ from lalm_eval.api import AUDIO_SR, Adapter, Request, Response
 from lalm_eval.audio.io import audio_hash
 from lalm_eval.audio.speaker import get_speaker_encoder
 from lalm_eval.errors import AudioError, ConfigError
+from lalm_eval.evaluation.progress import PROGRESS_ENV
 from lalm_eval.models.cascade_parts import enrollment_cache
 from lalm_eval.models.cascade_parts.analysis import AudioAnalysis, Clustering, analyse, cluster
 from lalm_eval.models.cascade_parts.answers import DEFAULT_ANSWERS, AnswerBook, find_names, language_of
@@ -93,6 +97,12 @@ def _float(name: str, value, default: float | None = None) -> float | None:
         return float(value)
     except (TypeError, ValueError):
         raise ConfigError(f"cascade: model argument {name}={value!r} is not a number") from None
+
+
+def say(message: str) -> None:
+    """A stage of the adapter's construction on the console (the run's progress lines)."""
+    if os.environ.get(PROGRESS_ENV, "1") != "0":
+        print(f"lalm-eval: cascade: {message}", file=sys.stderr, flush=True)
 
 
 class _LRU(collections.OrderedDict):
@@ -197,14 +207,19 @@ class CascadeAdapter(Adapter):
             key = enrollment_cache.record_key(content, enrollment_cache.encoder_fingerprint(self.encoder), settings)
         record = enrollment_cache.load(record_dir, key) if key is not None else None
         self.enrollment_cached = record is not None
+        if record is not None:
+            say(f"enrollment and calibration read from the cache ({len(record.enrollment.names)} subjects)")
         if record is None:
             clips = load_enrollment(self.enrollment_path)
             if not clips:
                 raise ConfigError(f"enrollment {self.enrollment_path!r}: no clips found")
+            t0 = time.perf_counter()
+            say(f"enrolling {len(clips)} clips and calibrating the thresholds (once per enrollment set and encoder)")
             enrollment = enroll(clips, self.encoder, self.enrollment_path)
             calibration_record = calibrate(
                 enrollment, clips, self.encoder, self.cfg, augment, split_test=self.split_test
             )
+            say(f"enrollment and calibration done in {time.perf_counter() - t0:.0f} s")
             record = enrollment_cache.Record(enrollment, calibration_record, list(getattr(clips, "skips", [])))
             if key is not None:
                 enrollment_cache.store(record_dir, key, record)
