@@ -44,7 +44,10 @@ palm-bench corpus-info
 step "build palm-bench (small)" "$LOGS/build-palm.log" palm-bench build --out palm-bench --preset small
 step "build msu-bench (small)" "$LOGS/build-msu.log" msu-bench build --out msu-bench --preset small
 python3 - <<'PY'
+import datasets
 from datasets import load_dataset
+
+datasets.disable_progress_bars()  # the loads below print one line each
 
 ds = load_dataset("palm-bench", "recognition", split="test")
 row = ds[0]
@@ -58,7 +61,7 @@ print(f"load_dataset('palm-bench', 'enrollment'): {len(enroll)} train-split clip
 msu = load_dataset("msu-bench", "tier4", split="test")
 print(f"load_dataset('msu-bench', 'tier4'): {len(msu)} questions; first: {msu[0]['question']!r}")
 PY
-lalm-eval make-tiny-model qwen2_audio "$OUT/tiny-qwen2-audio" >/dev/null
+step "make the tiny Qwen2-Audio" "$LOGS/make-tiny-model.log" lalm-eval make-tiny-model qwen2_audio "$OUT/tiny-qwen2-audio"
 # The cascade runs beside the tiny model's steps, on one thread (pocketsphinx and the GE2E LSTM);
 # the tiny model, its fine-tunes and their evaluations take the rest of the machine.
 OMP_NUM_THREADS=1 step "cascade on palm,msu (beside the next steps)" "$LOGS/cascade.log" \
