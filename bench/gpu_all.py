@@ -236,7 +236,8 @@ def prepare_model(size_name: str, work: Path) -> str:
     import torch
 
     if not torch.cuda.is_available():
-        raise SystemExit("gpu_all.py: error: no CUDA device visible to torch; pass --tiny for the CPU-sized run")
+        print("gpu_all.py: error: no CUDA device visible to torch; pass --tiny for the CPU-sized run", file=sys.stderr)
+        raise SystemExit(2)
     from gpu_backends import build_model
 
     return str(build_model(work / "qwen2-audio-7b-random"))

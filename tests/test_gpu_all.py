@@ -72,3 +72,12 @@ def test_tiny_run_prints_all_four_rows_with_numbers(tmp_path):
     assert "identical outputs" in rows[1]["note"] and "8/8 answered" in rows[2]["note"]
     for r in rows:
         assert f"| {r['row']} | {r['what']} |" in proc.stdout
+
+
+def test_full_size_without_a_gpu_is_a_clear_error(tmp_path):
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    cmd = [sys.executable, "bench/gpu_all.py", "--work", str(tmp_path)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 2
+    assert "gpu_all.py: error: no CUDA device visible to torch; pass --tiny" in proc.stderr
+    assert "Traceback" not in proc.stderr
