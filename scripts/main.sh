@@ -30,7 +30,7 @@ step() {  # step NAME LOG COMMAND...: run COMMAND, output into LOG, progress lin
     echo "main job: $name failed (exit $rc); whole output in $log" >&2
     exit "$rc"
   fi
-  printf '%-46s %5d s\n' "$name" $(( $(date +%s) - t0 )) >>"$LOGS/step_times.txt"
+  printf '%-52s %5d s\n' "$name" $(( $(date +%s) - t0 )) >>"$LOGS/step_times.txt"
 }
 OUT=outputs
 LOGS=$OUT/logs
@@ -38,7 +38,7 @@ mkdir -p "$LOGS"
 : >"$LOGS/step_times.txt"
 T0=$(date +%s)
 BIN=$(bash scripts/install.sh | tail -1)   # .venv with the project (see the README's Install)
-printf '%-46s %5d s\n' "install" $(( $(date +%s) - T0 )) >>"$LOGS/step_times.txt"
+printf '%-52s %5d s\n' "install" $(( $(date +%s) - T0 )) >>"$LOGS/step_times.txt"
 export PATH="$BIN:$PATH"
 palm-bench corpus-info
 step "build palm-bench (small)" "$LOGS/build-palm.log" palm-bench build --out palm-bench --preset small
