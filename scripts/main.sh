@@ -63,13 +63,15 @@ print(f"load_dataset('msu-bench', 'tier4'): {len(msu)} questions; first: {msu[0]
 PY
 step "make the tiny Qwen2-Audio" "$LOGS/make-tiny-model.log" lalm-eval make-tiny-model qwen2_audio "$OUT/tiny-qwen2-audio"
 # The cascade runs beside the tiny model's steps, on one thread (pocketsphinx and the GE2E LSTM);
-# the tiny model, its fine-tunes and their evaluations take the rest of the machine.
+# the tiny model's evaluation beside it takes one thread too (two torch processes with two threads
+# each on two cores spin against each other); its fine-tunes and their evaluations take both.
 OMP_NUM_THREADS=1 step "cascade on palm,msu (beside the next steps)" "$LOGS/cascade.log" \
   lalm-eval --model cascade --model_args enrollment=palm-bench \
   --tasks palm,msu --output_path "$OUT/cascade" --log_samples &
 CASCADE=$!
 trap 'kill "$CASCADE" 2>/dev/null || true' EXIT  # a step that fails stops the cascade too
-step "tiny Qwen2-Audio on palm,msu" "$LOGS/tiny-qwen2-audio.log" lalm-eval --model qwen2_audio \
+OMP_NUM_THREADS=1 step "tiny Qwen2-Audio on palm,msu (one thread too)" "$LOGS/tiny-qwen2-audio.log" \
+  lalm-eval --model qwen2_audio \
   --model_args "pretrained=$OUT/tiny-qwen2-audio" --tasks palm,msu --batch_size 8 \
   --output_path "$OUT/tiny-qwen2-audio" --log_samples
 # PALM §5.2 in miniature: one LoRA placement (attention) and one prompt-tuning setting (4 soft
