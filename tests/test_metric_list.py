@@ -204,7 +204,7 @@ def test_cli_exits_non_zero_when_every_request_failed(tmp_path, dataset_dir, all
 
 
 def test_cli_shows_bugs_instead_of_hiding_them(monkeypatch, tmp_path):
-    def buggy(args):
+    def buggy(args, *rest):
         raise KeyError("a bug, not a user error")
 
     monkeypatch.setattr(cli, "run_eval", buggy)
