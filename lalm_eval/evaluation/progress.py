@@ -21,6 +21,13 @@ DEFAULT_EVERY = 15.0
 PROGRESS_ENV = "LALM_EVAL_PROGRESS"
 
 
+def announce(prog: str, message: str, stream=None) -> None:
+    """One stage of a long step on the console: ``<prog>: <message>`` on stderr, at once (silenced
+    by ``LALM_EVAL_PROGRESS=0``, like the counters)."""
+    if os.environ.get(PROGRESS_ENV, "1") != "0":
+        print(f"{prog}: {message}", file=stream if stream is not None else sys.stderr, flush=True)
+
+
 def _minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 

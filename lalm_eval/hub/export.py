@@ -12,8 +12,8 @@ interrupted build never leaves a half-written folder under the final name.
 
 from __future__ import annotations
 
+import functools
 import json
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -73,12 +73,11 @@ def export_builders(
 
 
 def build_progress(prog: str) -> Callable[[str], None]:
-    """``say`` for :func:`export_builders`: ``<prog>: <message>`` on stderr, at once."""
+    """``say`` for :func:`export_builders`: ``<prog>: <message>`` on stderr, at once
+    (:func:`~lalm_eval.evaluation.progress.announce`)."""
+    from lalm_eval.evaluation.progress import announce
 
-    def say(message: str) -> None:
-        print(f"{prog}: {message}", file=sys.stderr, flush=True)
-
-    return say
+    return functools.partial(announce, prog)
 
 
 def check_num_proc(num_proc) -> None:

@@ -65,8 +65,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
-import os
-import sys
 import time
 from pathlib import Path
 
@@ -76,7 +74,7 @@ from lalm_eval.api import AUDIO_SR, Adapter, Request, Response
 from lalm_eval.audio.io import audio_hash
 from lalm_eval.audio.speaker import get_speaker_encoder
 from lalm_eval.errors import AudioError, ConfigError
-from lalm_eval.evaluation.progress import PROGRESS_ENV
+from lalm_eval.evaluation.progress import announce
 from lalm_eval.models.cascade_parts import enrollment_cache
 from lalm_eval.models.cascade_parts.analysis import AudioAnalysis, Clustering, analyse, cluster
 from lalm_eval.models.cascade_parts.answers import DEFAULT_ANSWERS, AnswerBook, find_names, language_of
@@ -101,8 +99,7 @@ def _float(name: str, value, default: float | None = None) -> float | None:
 
 def say(message: str) -> None:
     """A stage of the adapter's construction on the console (the run's progress lines)."""
-    if os.environ.get(PROGRESS_ENV, "1") != "0":
-        print(f"lalm-eval: cascade: {message}", file=sys.stderr, flush=True)
+    announce("lalm-eval: cascade", message)
 
 
 class _LRU(collections.OrderedDict):
