@@ -322,6 +322,7 @@ def test_missing_pocketsphinx_fails_only_transcription(adapter, clips, monkeypat
     monkeypatch.setitem(sys.modules, "pocketsphinx", None)  # import pocketsphinx → ImportError
     monkeypatch.setattr(adapter, "asr", PocketsphinxASR())
     monkeypatch.setattr(adapter, "_transcripts", type(adapter._transcripts)(8))
+    monkeypatch.setattr(adapter, "_decoded", type(adapter._decoded)(8))  # no words decoded earlier
     audio = clips["en_s02"][0]
     caption, presence = adapter.generate(
         [request("captioning", "What did Bob say?", audio), request("recognition", "Is Bob speaking?", audio, 1)]
