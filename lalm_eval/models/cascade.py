@@ -69,6 +69,7 @@ import collections
 import dataclasses
 import logging
 import time
+from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
@@ -194,8 +195,8 @@ class CascadeAdapter(Adapter):
         if workers < 1:
             raise ConfigError(f"cascade: asr_workers={asr_workers!r}; give a number of processes >= 1, or auto")
         self.asr = PocketsphinxASR(AUDIO_SR, workers=int(workers))
-        self._planned: list | None = None  # while planning a batch: the ASR jobs it needs
-        self._decoded: _LRU = _LRU(1024)  # decode key -> words, filled by a batch's planned jobs
+        self._planned: list | None = None  # while planning a batch: the decodes it started
+        self._decoded: _LRU = _LRU(1024)  # decode key -> words (or their Future, while decoding)
         self._first_use: set[str] = set()  # audios analysed while planning, not yet used for real
 
         augment = CALIBRATION_AUGMENTATION if calibration == "multi" else None
@@ -299,10 +300,11 @@ class CascadeAdapter(Adapter):
         return out
 
     def _decode_ahead(self, requests: list[Request]) -> None:
-        """Answer the requests once in planning mode (:meth:`_asr` records what it would decode
-        and returns nothing; no transcript is kept, the counters are restored), then decode those
-        recordings together with :meth:`PocketsphinxASR.transcribe_many`. Each transcript is a
-        function of its audio alone, so the answers equal those of decoding one by one."""
+        """Answer the requests once in planning mode: :meth:`_asr` hands each recording it would
+        decode to the ASR workers at once (so the analyses of the next requests overlap the
+        decoding) and returns nothing; no transcript is kept and the counters are restored. The
+        real pass then collects the words. Each transcript is a function of its audio alone, so
+        the answers equal those of decoding one by one."""
         counters = self.counters.copy()
         self._planned = []
         try:
@@ -311,19 +313,10 @@ class CascadeAdapter(Adapter):
                     self.answer(req)
                 except Exception:  # noqa: BLE001 - the real pass reports it
                     pass
-        finally:  # the analyses planning computed are real work: counted as the first use would be
+        finally:  # the analyses and decodes planning started are real work, counted once
             counters["audios_analysed"] = self.counters["audios_analysed"]
-            jobs, self._planned, self.counters = self._planned, None, counters
-        if not jobs:
-            return
-        try:
-            words = self.asr.transcribe_many([audio for _, audio in jobs])
-        except Exception as exc:  # e.g. pocketsphinx missing: each request then says so itself
-            log.debug("cascade: decoding ahead failed (%s); requests decode one by one", exc)
-            return
-        for (key, _), text in zip(jobs, words):
-            self._decoded.put(key, text)
-        self.counters["asr_calls"] += len(jobs)
+            counters["asr_calls"] += len(self._planned)
+            self._planned, self.counters = None, counters
 
     def answer(self, req: Request) -> str:
         prompt = _prompt_text(req)
@@ -508,14 +501,18 @@ class CascadeAdapter(Adapter):
         pieces = [p for a, b in spans for p in (audio[a:b], gap)]
         joined = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
         key = audio_hash(joined, AUDIO_SR)
-        if key in self._decoded:
-            return self._decoded[key]
-        if self._planned is not None:
-            if all(key != k for k, _ in self._planned):
-                self._planned.append((key, joined))
+        found = self._decoded.get(key)
+        if self._planned is not None:  # planning: start the decode, answer nothing yet
+            if found is None:
+                self._decoded.put(key, self.asr.submit(joined))
+                self._planned.append(key)
             return ""
-        self.counters["asr_calls"] += 1
-        return self.asr.transcribe(joined)
+        if found is None:
+            self.counters["asr_calls"] += 1
+            return self.asr.transcribe(joined)
+        if isinstance(found, Future):
+            found = self._decoded.put(key, self.asr.result(found, joined))
+        return found
 
 
 def _prompt_text(req: Request) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
@@ -47,8 +47,8 @@ def default_workers() -> int:
 class PocketsphinxASR:
     """``transcribe(audio)`` → lower-case words; one decoder, built on first use.
 
-    ``workers`` > 1: :meth:`transcribe_many` decodes in that many worker processes (started on
-    first use, each with its own decoder; :meth:`close` stops them)."""
+    ``workers`` > 1: :meth:`submit` / :meth:`transcribe_many` decode in that many worker processes
+    (started on first use, each with its own decoder; :meth:`close` stops them)."""
 
     def __init__(self, sr: int = 16_000, workers: int = 1):
         self.sr = sr
@@ -83,28 +83,41 @@ class PocketsphinxASR:
         hyp = d.hyp()
         return " ".join(hyp.hypstr.split()) if hyp is not None else ""
 
-    def transcribe_many(self, audios: list[np.ndarray]) -> list[str]:
-        """Transcripts of ``audios``, in order; the same words as ``transcribe`` one by one. With
-        ``workers`` > 1 and more than one audio, the decodes run in worker processes, longest
-        first; if the workers cannot start or die, the rest is decoded here (logged)."""
-        if self.workers <= 1 or len(audios) <= 1:
-            return [self.transcribe(a) for a in audios]
+    def submit(self, audio: np.ndarray) -> Future:
+        """A future of ``transcribe(audio)``: decoded by a worker process when ``workers`` > 1
+        (if the workers cannot start, logged, and decoded here from then on), else here, now."""
         self.decoder  # noqa: B018 - a missing pocketsphinx is a ConfigError here, not in a worker
+        if self.workers > 1:
+            try:
+                return self._start().submit(_worker_transcribe, np.asarray(audio, np.float32))
+            except Exception as exc:  # a spawn failure, a broken pool
+                self.stop_workers(exc)
+        done: Future = Future()
+        done.set_result(self.transcribe(audio))
+        return done
+
+    def transcribe_many(self, audios: list[np.ndarray]) -> list[str]:
+        """Transcripts of ``audios``, in order; the same words as ``transcribe`` one by one (with
+        workers, longest first; a worker that dies has its audio decoded here)."""
         order = sorted(range(len(audios)), key=lambda i: -len(audios[i]))
-        out: list[str | None] = [None] * len(audios)
+        futures = {i: self.submit(audios[i]) for i in order}
+        return [self.result(futures[i], audios[i]) for i in range(len(audios))]
+
+    def result(self, future: Future, audio: np.ndarray) -> str:
+        """The words of a :meth:`submit` future; decoded here if its worker failed."""
         try:
-            pool = self._start()
-            futures = {i: pool.submit(_worker_transcribe, np.asarray(audios[i], np.float32)) for i in order}
-            for i in order:
-                out[i] = futures[i].result()
-        except Exception as exc:  # BrokenProcessPool, a spawn failure: decode the rest here
+            return future.result()
+        except Exception as exc:  # BrokenProcessPool: a worker killed or crashed
+            self.stop_workers(exc)
+            return self.transcribe(audio)
+
+    def stop_workers(self, exc: BaseException) -> None:
+        if self.workers > 1:
             log.warning(
                 "cascade: ASR worker processes failed (%s: %s); decoding in this process", type(exc).__name__, exc
             )
-            self.close()
-            self.workers = 1
-            out = [self.transcribe(a) if t is None else t for a, t in zip(audios, out)]
-        return out  # type: ignore[return-value]
+        self.close()
+        self.workers = 1
 
     def _start(self) -> ProcessPoolExecutor:
         if self._pool is None:
