@@ -15,7 +15,8 @@ With ``--lmms-eval EXE`` (an lmms-eval 0.7.3 executable, e.g. from a throwaway v
 whole-process comparison: ``lalm-eval`` and lmms-eval on the same clips (the first ``--n`` docs of
 palm_recognition, exported to Parquet with their rendered questions; task in ``bench/lmms_task/``),
 the same tiny Qwen2-Audio, batch 8, ``max_new_tokens=32`` greedy (lmms-eval's Qwen2-Audio adapter
-does not pass ``min_new_tokens``, so neither run gets it), no response cache, 3 alternating pairs.
+does not pass ``min_new_tokens``, so neither run gets it), no response cache, one untimed warm-up
+run of each, then 3 alternating pairs.
 lmms-eval 0.7.3's Qwen2-Audio adapter moves its inputs to ``"cuda"`` under ``device_map=auto``;
 on a CPU-only machine that line must be changed to ``inputs.to(self._device)`` first.
 
@@ -142,6 +143,10 @@ def versus_lmms(exe: str, model_dir: Path, work: Path, tmp: Path, n: int) -> Non
     task_dir = tmp / "lmms_task"
     task_dir.mkdir()
     export_clips(n, work, task_dir)
+    # one untimed run of each first: a fresh venv compiles its .pyc files and the OS reads the
+    # libraries from disk on a first start, which neither harness pays on a user's second run
+    whole_process(model_dir, tmp / "warm_ours", work, n, no_cache=True, gen="max_new_tokens=32")
+    lmms_process(exe, model_dir, task_dir, tmp / "warm_lmms")
     ours, theirs, stages = [], [], []
     for i in range(3):
         wall, st = whole_process(model_dir, tmp / f"ours{i}", work, n, no_cache=True, gen="max_new_tokens=32")
@@ -231,7 +236,7 @@ def main(argv=None) -> int:
         model_dir = make_tiny_model("qwen2_audio", tmp / "tiny")
         if args.lmms_eval:
             load_clips(args.n, work)  # the dataset built once, outside the timings
-            versus_lmms(args.lmms_eval, model_dir, work, tmp, args.n)
+            versus_lmms(os.path.abspath(args.lmms_eval), model_dir, work, tmp, args.n)
             return 0
         if args.stages_only:
             load_clips(args.n, work)  # the dataset built once, outside the timings
