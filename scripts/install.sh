@@ -6,7 +6,9 @@
 #   3. pip install -e ".[$LALM_EXTRAS]" (default dev: the test tools and every extra the tests use;
 #      LALM_EXTRAS= installs the core alone). The pins in pyproject.toml (torch 2.13 + torchcodec
 #      0.13) make this resolve to a working CPU stack with no manual step; set
-#      PIP_EXTRA_INDEX_URL to PyTorch's CPU index elsewhere to get the CPU torch build.
+#      PIP_EXTRA_INDEX_URL to PyTorch's CPU index elsewhere to get the CPU torch build. Installed
+#      with --no-compile, then the bytecode compiled on every CPU (`compileall -j 0`): the same
+#      .pyc files as pip's own one-by-one compilation, in about half the time.
 # Idempotent: a second run with the same pyproject.toml and extras installs nothing.
 # Prints the environment's bin folder last (scripts/main.sh and test.sh put it first on PATH).
 set -euo pipefail
@@ -48,8 +50,10 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$VPY" -c "import lalm_
   echo "install.sh: $target already installed in $stamp_dir" >&2
 else
   start=$(date +%s)
-  # quiet, without this machine's local-index notices
-  "$VPY" -m pip install -q -e "$target" 2>&1 | { grep -v -E "Location 'file:" >&2 || true; }
+  # quiet, without this machine's local-index notices; the bytecode is compiled afterwards on
+  # every CPU (pip compiles one file after another: about half of a fresh install's time)
+  "$VPY" -m pip install -q --no-compile -e "$target" 2>&1 | { grep -v -E "Location 'file:" >&2 || true; }
+  "$VPY" -m compileall -q -j 0 "$("$VPY" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")" >/dev/null 2>&1 || true
   echo "$want" > "$stamp"
   echo "install.sh: installed -e $target into $stamp_dir in $(( $(date +%s) - start ))s" >&2
 fi

@@ -22,7 +22,7 @@ step() {  # step NAME LOG COMMAND...: run COMMAND, output into LOG, progress lin
   local name=$1 log=$2 t0 rc
   shift 2
   t0=$(date +%s)
-  echo "main job: $name (log: $log)"
+  echo "main job: $name (log: $log${OMP_NUM_THREADS:+; $OMP_NUM_THREADS torch thread(s)})"
   set +e
   "$@" 2>&1 | tee "$log" | grep --line-buffered -E "$SHOWN"
   rc=${PIPESTATUS[0]}
@@ -53,6 +53,8 @@ OMP_NUM_THREADS=1 step "cascade on palm,msu (beside the next steps)" "$LOGS/casc
   --tasks palm,msu --output_path "$OUT/cascade" --log_samples &
 CASCADE=$!
 trap 'kill "$CASCADE" 2>/dev/null || true' EXIT  # a step that fails stops the cascade too
+# one thread per torch process while the cascade runs beside it, every CPU once it is done
+threads() { if kill -0 "$CASCADE" 2>/dev/null; then echo 1; else nproc; fi; }
 export OMP_NUM_THREADS=1
 palm-bench corpus-info
 python3 - <<'PY'
@@ -74,7 +76,7 @@ msu = load_dataset("msu-bench", "tier4", split="test")
 print(f"load_dataset('msu-bench', 'tier4'): {len(msu)} questions; first: {msu[0]['question']!r}")
 PY
 step "make the tiny Qwen2-Audio" "$LOGS/make-tiny-model.log" lalm-eval make-tiny-model qwen2_audio "$OUT/tiny-qwen2-audio"
-step "tiny Qwen2-Audio on palm,msu (answers <= 64 tokens)" "$LOGS/tiny-qwen2-audio.log" \
+OMP_NUM_THREADS=$(threads) step "tiny Qwen2-Audio on palm,msu (answers <= 64 tokens)" "$LOGS/tiny-qwen2-audio.log" \
   lalm-eval --model qwen2_audio \
   --model_args "pretrained=$OUT/tiny-qwen2-audio" --tasks palm,msu --batch_size 8 \
   --gen_kwargs max_new_tokens=64 --output_path "$OUT/tiny-qwen2-audio" --log_samples
@@ -86,11 +88,11 @@ SFT=()
 for RECIPE in lora_attn prompt_tuning; do
   EXTRA=(); ARG=peft
   if [ "$RECIPE" = prompt_tuning ]; then EXTRA=(--tokens 4); ARG=soft_prompts; fi
-  step "fine-tune $RECIPE (100 steps)" "$LOGS/sft-$RECIPE.log" lalm-eval train --model qwen2_audio \
+  OMP_NUM_THREADS=$(threads) step "fine-tune $RECIPE (100 steps)" "$LOGS/sft-$RECIPE.log" lalm-eval train --model qwen2_audio \
     --model_args "pretrained=$OUT/tiny-qwen2-audio" --tasks palm_recognition \
     --recipe "$RECIPE" "${EXTRA[@]}" --max_steps 100 --seed 0 --output_dir "$OUT/sft/$RECIPE"
   RUN="$OUT/tiny-qwen2-audio+$RECIPE"
-  step "tiny Qwen2-Audio+$RECIPE on palm_recognition" "$LOGS/eval-$RECIPE.log" lalm-eval --model qwen2_audio \
+  OMP_NUM_THREADS=$(threads) step "tiny Qwen2-Audio+$RECIPE on palm_recognition" "$LOGS/eval-$RECIPE.log" lalm-eval --model qwen2_audio \
     --model_args "pretrained=$OUT/tiny-qwen2-audio,$ARG=$OUT/sft/$RECIPE" \
     --tasks palm_recognition --batch_size 8 --gen_kwargs max_new_tokens=64 --output_path "$RUN" --log_samples
   SFT+=("$RUN")
