@@ -101,6 +101,15 @@ def harness_generate(model_dir: Path, requests, batch: int, device: str = "cpu",
     return time.perf_counter() - t0
 
 
+def user_env() -> dict:
+    """The environment for both harnesses' processes: this one's, with Python's default of
+    writing bytecode (a ``PYTHONDONTWRITEBYTECODE`` set here would make the editable project
+    recompile its own modules in every process, which no user's second run does)."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def export_clips(n: int, cache_dir: Path, out: Path) -> Path:
     """The first ``n`` palm_recognition docs (what ``--limit n`` evaluates) as Parquet rows of
     (question as rendered, audio, answer), for lmms-eval."""
@@ -134,7 +143,7 @@ def lmms_process(exe: str, model_dir: Path, task_dir: Path, out: Path) -> float:
     cmd = [exe, "--model", "qwen2_audio", "--model_args", f"pretrained={model_dir},device=cpu,device_map=auto"]
     cmd += ["--tasks", "palm_rec64", "--include_path", str(task_dir), "--batch_size", "8", "--output_path", str(out)]
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, capture_output=True, cwd=out.parent)
+    subprocess.run(cmd, check=True, capture_output=True, cwd=out.parent, env=user_env())
     return time.perf_counter() - t0
 
 
@@ -195,7 +204,7 @@ def whole_process(
     if no_cache:
         cmd.append("--no_cache")
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, capture_output=True, cwd=out.parent)
+    subprocess.run(cmd, check=True, capture_output=True, cwd=out.parent, env=user_env())
     wall = time.perf_counter() - t0
     (results,) = out.glob("results_*.json")
     timings = json.loads(results.read_text(encoding="utf-8"))["timings"]
@@ -227,6 +236,8 @@ def main(argv=None) -> int:
         "--lmms-eval", default=None, metavar="EXE", help="an lmms-eval 0.7.3 executable: only the comparison"
     )
     args = ap.parse_args(argv)
+    if args.lmms_eval:  # before the chdir below
+        args.lmms_eval = os.path.abspath(args.lmms_eval)
     from lalm_eval.models.tiny import make_tiny_model
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -236,7 +247,7 @@ def main(argv=None) -> int:
         model_dir = make_tiny_model("qwen2_audio", tmp / "tiny")
         if args.lmms_eval:
             load_clips(args.n, work)  # the dataset built once, outside the timings
-            versus_lmms(os.path.abspath(args.lmms_eval), model_dir, work, tmp, args.n)
+            versus_lmms(args.lmms_eval, model_dir, work, tmp, args.n)
             return 0
         if args.stages_only:
             load_clips(args.n, work)  # the dataset built once, outside the timings
