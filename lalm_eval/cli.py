@@ -40,7 +40,7 @@ from lalm_eval.flags import (
     writable_folder,
 )
 
-SUBCOMMANDS = ("tasks", "make-tiny-model", "paths", "report", "check", "train", "doctor")
+SUBCOMMANDS = ("tasks", "make-tiny-model", "paths", "report", "check", "train", "doctor", "view")
 
 
 def check_eval_args(args) -> None:
@@ -142,6 +142,9 @@ def eval_parser() -> argparse.ArgumentParser:
         "usage and the price table); answers so far stay cached, a rerun resumes",
     )
     ap.add_argument("--prices", default=None, help="price table YAML (default: lalm_eval/models/prices.yaml)")
+    from lalm_eval.trackers import add_tracker_flags
+
+    add_tracker_flags(ap)  # --wandb_args, --wandb_log_audio, --hf_hub_log_args
     ap.add_argument(
         "--max_failure_share",
         default=None,
@@ -230,6 +233,9 @@ def run_eval(args, timings=None) -> int:
 
     timings.add("imports", time.perf_counter() - t_imports)
     check_eval_args(args)  # every flag, and --output_path / --cache_dir made and probed
+    from lalm_eval.trackers import prepare_trackers
+
+    trackers = prepare_trackers(args)  # checked now: a bad tracker flag costs no evaluation
     random.seed(args.seed)
     np.random.seed(args.seed)
     from lalm_eval.parallel import is_main_process
@@ -339,6 +345,8 @@ def run_eval(args, timings=None) -> int:
     )
     if files:
         print("wrote " + ", ".join(str(p) for p in files.values()))
+    if trackers is not None and files:  # after the files: a tracker failure loses nothing (warned, exit unchanged)
+        trackers.run(files, opened)
     if not_run:
         print(
             f"lalm-eval: stopped at --max_cost {args.max_cost} USD (spent {budget.spent:.4f}): {not_run} requests "
@@ -486,6 +494,10 @@ def main(argv=None) -> int:
             from lalm_eval.check import main as check_main
 
             return check_main(argv[1:])
+        if argv and argv[0] == "view":
+            from lalm_eval.view.cli import main as view_main
+
+            return view_main(argv[1:])
         if argv and argv[0] == "doctor":
             from lalm_eval.doctor import main as doctor_main
 
