@@ -49,6 +49,7 @@ def tracked(tmp_path_factory):
             + ["--tasks", "palm_recognition", "--limit", str(LIMIT), "--batch_size", "4"]
             + ["--gen_kwargs", "max_new_tokens=8", "--output_path", str(out), "--log_samples"]
             + ["--wandb_args", "project=lalm-tests,name=tiny,job_type=eval", "--wandb_log_audio"]
+            + ["--wandb_config_args", "suite=tiny,shots=0"]
             + ["--hf_hub_log_args", "hub_results_org=acme,details_repo_name=details,results_repo_name=results"
                ",push_results_to_hub=True,push_samples_to_hub=True,public_repo=False"],
             cwd=ROOT, env=env_for(tmp, hub.url), capture_output=True, text=True, timeout=600,
@@ -119,6 +120,15 @@ def artifacts(run: Path) -> dict:
         if r.WhichOneof("record_type") == "artifact":
             out[(r.artifact.name, r.artifact.type)] = {e.path: Path(e.local_path) for e in r.artifact.manifest.contents}
     return out
+
+
+def test_wandb_offline_config(tracked):
+    config = {}
+    for r in wandb_records(offline_run(tracked["tmp"])):
+        if r.WhichOneof("record_type") == "config":
+            config.update({item.key: json.loads(item.value_json) for item in r.config.update})
+    assert config["suite"] == {"value": "tiny"} or config["suite"] == "tiny"
+    assert "cli_configs" in config and "task_configs" in config
 
 
 def test_wandb_offline_artifacts(tracked):
@@ -250,6 +260,18 @@ def test_flags_need_output_path_and_the_package(tmp_path, monkeypatch):
     with pytest.raises(ConfigError) as exc:
         prepare_trackers(hub_args(None, tmp_path, wandb_args="project=p"))
     assert str(exc.value) == "--wandb_args: needs the package 'wandb'; pip install 'lalm-eval[track]'"
+
+
+def test_push_without_a_token_is_refused_before_the_run(tmp_path, monkeypatch):
+    import huggingface_hub.constants
+
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.delenv("HUGGING_FACE_HUB_TOKEN", raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_STORED_TOKENS_PATH", str(tmp_path / "no-tokens"))
+    with pytest.raises(ConfigError, match="pushing needs a Hugging Face token"):
+        prepare_trackers(hub_args("hub_results_org=a,push_results_to_hub=True", tmp_path))
+    assert prepare_trackers(hub_args("hub_results_org=a,push_results_to_hub=True,dry_run=True", tmp_path))
 
 
 def test_cli_bad_flag_exits_2_before_the_run(tmp_path):

@@ -21,6 +21,7 @@ EXTRA = "pip install 'lalm-eval[track]'"
 
 def add_tracker_flags(ap) -> None:
     ap.add_argument("--wandb_args", default=None, help="k=v,... passed to wandb.init (project=P,name=N,...)")
+    ap.add_argument("--wandb_config_args", default=None, help="k=v,... added to the W&B run's config")
     ap.add_argument("--wandb_log_audio", action="store_true", help="add each clip as wandb.Audio to the samples table")
     ap.add_argument(
         "--hf_hub_log_args",
@@ -39,6 +40,7 @@ def _require(module: str, flag: str) -> None:
 @dataclass
 class Trackers:
     wandb_args: dict | None = None
+    wandb_config: dict = field(default_factory=dict)
     log_audio: bool = False
     hub: object | None = None  # HubOptions
     failures: list[str] = field(default_factory=list)
@@ -58,7 +60,7 @@ class Trackers:
         from lalm_eval.trackers.wandb_log import log_to_wandb
 
         audio_of = audio_lookup(opened) if self.log_audio else None
-        where = log_to_wandb(run_files, self.wandb_args, audio_of)
+        where = log_to_wandb(run_files, self.wandb_args, audio_of, self.wandb_config)
         print(
             f"wandb: logged {run_files.results_file.name} and {len(run_files.samples_files)} samples table(s) ({where})"
         )
@@ -86,8 +88,12 @@ def prepare_trackers(args) -> Trackers | None:
     """The tracker flags checked (keys, values, packages, ``--output_path``); None when none is given."""
     wandb_text = getattr(args, "wandb_args", None)
     hub_text = getattr(args, "hf_hub_log_args", None)
-    if getattr(args, "wandb_log_audio", False) and wandb_text is None:
-        raise ConfigError("--wandb_log_audio: logs to W&B only with --wandb_args; add --wandb_args project=P")
+    for flag, given in (
+        ("--wandb_log_audio", args_get(args, "wandb_log_audio")),
+        ("--wandb_config_args", args_get(args, "wandb_config_args")),
+    ):
+        if given and wandb_text is None:
+            raise ConfigError(f"{flag}: logs to W&B only with --wandb_args; add --wandb_args project=P")
     if wandb_text is None and hub_text is None:
         return None
     flag = "--wandb_args" if wandb_text is not None else "--hf_hub_log_args"
@@ -96,16 +102,28 @@ def prepare_trackers(args) -> Trackers | None:
     trackers = Trackers(log_audio=bool(getattr(args, "wandb_log_audio", False)))
     if wandb_text is not None:
         trackers.wandb_args = parse_tracker_args(wandb_text, "--wandb_args")
+        trackers.wandb_config = parse_tracker_args(args_get(args, "wandb_config_args"), "--wandb_config_args")
         _require("wandb", "--wandb_args")
     if hub_text is not None:
         from lalm_eval.trackers.hub_log import FLAG, HUB_KEYS, hub_options
 
         trackers.hub = hub_options(parse_tracker_args(hub_text, FLAG, HUB_KEYS))
-        if not trackers.hub.dry_run:
-            _require("huggingface_hub", FLAG)
         if trackers.hub.push_samples and not getattr(args, "log_samples", False):
             raise ConfigError(f"{FLAG}: push_samples_to_hub=True needs the samples; add --log_samples")
+        if not trackers.hub.dry_run:
+            _require("huggingface_hub", FLAG)
+            from huggingface_hub import get_token
+
+            if not (trackers.hub.token or get_token()):
+                raise ConfigError(
+                    f"{FLAG}: pushing needs a Hugging Face token with write access; set HF_TOKEN, run "
+                    "'hf auth login' or give token=..., or add dry_run=True to list the files only"
+                )
     return trackers
+
+
+def args_get(args, name: str):
+    return getattr(args, name, None)
 
 
 def audio_lookup(opened):

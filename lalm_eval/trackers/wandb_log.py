@@ -96,9 +96,11 @@ def samples_table_rows(rows: list[dict]) -> list[list]:
     return out
 
 
-def log_to_wandb(run_files: RunFiles, init_args: dict, audio_of: Callable | None = None) -> str:
+def log_to_wandb(
+    run_files: RunFiles, init_args: dict, audio_of: Callable | None = None, config_args: dict | None = None
+) -> str:
     """Log ``run_files`` to a new W&B run (``wandb.init(**init_args)``, ``step`` popped as lm-eval
-    does) and finish it; ``audio_of(task, doc_id)`` → (samples, rate) or None adds the clips.
+    does), ``config_args`` added to its config, and finish it; ``audio_of(task, doc_id)`` → (samples, rate) or None adds the clips.
     Returns the run's directory."""
     import wandb
 
@@ -106,6 +108,8 @@ def log_to_wandb(run_files: RunFiles, init_args: dict, audio_of: Callable | None
     step = args.pop("step", None)
     run = wandb.init(**args)
     try:
+        if config_args:  # --wandb_config_args, as lm-eval's wandb_config_args
+            run.config.update(config_args)
         results = run_files.results
         run.config.update(
             {"task_configs": results.get("configs", {}), "cli_configs": results.get("config", {})},
