@@ -1,5 +1,5 @@
 """A local stand-in for the Hugging Face Hub API on 127.0.0.1: just the calls ``HfApi`` makes
-for ``create_repo`` and ``create_commit`` (repos/create, preupload, commit), every call recorded
+for ``create_repo``, ``list_repo_files`` and ``create_commit`` (repos/create, tree, validate-yaml, preupload, commit), every call recorded
 and every committed file's bytes kept, so a test sees what arrived where."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 _REPO = r"/api/(?P<type>models|datasets|spaces)/(?P<repo>[^/]+/[^/]+)"
 PREUPLOAD = re.compile(_REPO + r"/preupload/(?P<rev>[^/?]+)")
 COMMIT = re.compile(_REPO + r"/commit/(?P<rev>[^/?]+)")
+TREE = re.compile(_REPO + r"/tree/(?P<rev>[^/?]+)")
 
 
 class FakeHub:
@@ -21,6 +22,7 @@ class FakeHub:
         self.repos: dict[str, dict] = {}  # repo id → the create payload
         self.files: dict[tuple[str, str], bytes] = {}  # (repo id, path in repo) → content
         self.commits: list[dict] = []
+        self.validated: list[str] = []  # the README.md texts sent to validate-yaml
         hub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -42,6 +44,12 @@ class FakeHub:
                 hub.calls.append(("GET", self.path))
                 if self.path.startswith("/api/whoami"):
                     return self._reply(200, {"name": "fake-user", "type": "user", "auth": {}})
+                if m := TREE.match(self.path):  # one page, every file of the repository
+                    held = sorted(p for repo, p in hub.files if repo == m["repo"])
+                    size = {p: len(c) for (repo, p), c in hub.files.items() if repo == m["repo"]}
+                    return self._reply(
+                        200, [{"type": "file", "path": p, "size": size[p], "oid": "0" * 40} for p in held]
+                    )
                 return self._reply(404, {"error": f"not faked: GET {self.path}"})
 
             def do_POST(self):
@@ -53,6 +61,9 @@ class FakeHub:
                     repo_id = f"{payload['organization']}/{payload['name']}"
                     hub.repos[repo_id] = payload
                     return self._reply(200, {"url": f"{base}/datasets/{repo_id}"})
+                if self.path.startswith("/api/validate-yaml"):  # a README.md's front matter, checked before a commit
+                    hub.validated.append(json.loads(body)["content"])
+                    return self._reply(200, {"errors": [], "warnings": []})
                 if m := PREUPLOAD.match(self.path):
                     files = json.loads(body)["files"]
                     modes = [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]

@@ -173,11 +173,66 @@ def test_hub_push_at_lm_eval_paths(tracked):
     stamp = results_file.stem.removeprefix("results_")
     assert set(hub.repos) == {"acme/results-private", "acme/details-private"}
     assert all(p["type"] == "dataset" and p.get("visibility", "private") == "private" for p in hub.repos.values())
+    card = hub.files.pop(("acme/details-private", "README.md")).decode()
     assert hub.files == {
         ("acme/results-private", f"{MODEL_FOLDER}/results_{stamp}.json"): results_file.read_bytes(),
         ("acme/details-private", f"{MODEL_FOLDER}/samples_palm_recognition_{stamp}.jsonl"): samples_file.read_bytes(),
+        ("acme/details-private", f"{MODEL_FOLDER}/results_{stamp}.json"): results_file.read_bytes(),
     }
-    assert "hub: pushed 2 file(s)" in tracked["proc"].stdout
+    assert [c["repo"] for c in hub.commits] == ["acme/results-private", "acme/details-private"]
+    assert "hub: pushed 3 file(s)" in tracked["proc"].stdout
+    assert hub.validated == [card]
+    import yaml
+
+    front = yaml.safe_load(card.split("---\n")[1])
+    split = stamp.replace("-", "_")  # lm-eval's split name: every character but letters, digits, _ and . made _
+    assert front["configs"] == [
+        {
+            "config_name": f"{MODEL_FOLDER}__palm_recognition",
+            "data_files": [
+                {"split": split, "path": [f"{MODEL_FOLDER}/samples_palm_recognition_{stamp}.jsonl"]},
+                {"split": "latest", "path": [f"{MODEL_FOLDER}/samples_palm_recognition_{stamp}.jsonl"]},
+            ],
+        },
+        {
+            "config_name": f"{MODEL_FOLDER}__results",
+            "data_files": [
+                {"split": split, "path": [f"{MODEL_FOLDER}/results_{stamp}.json"]},
+                {"split": "latest", "path": [f"{MODEL_FOLDER}/results_{stamp}.json"]},
+            ],
+        },
+    ]
+
+
+def test_card_takes_each_configs_newest_file():
+    from lalm_eval.trackers.hub_card import card_configs
+
+    paths = [
+        "m/results_2026-01-02T10-00-00.000001.json",
+        "m/results_2026-01-01T10-00-00.000001.json",
+        "m/samples_palm_recognition_2026-01-01T10-00-00.000001.jsonl",
+        "README.md",
+        ".gitattributes",
+    ]
+    assert card_configs(paths) == [
+        {
+            "config_name": "m__palm_recognition",
+            "data_files": [
+                {
+                    "split": "2026_01_01T10_00_00.000001",
+                    "path": ["m/samples_palm_recognition_2026-01-01T10-00-00.000001.jsonl"],
+                },
+                {"split": "latest", "path": ["m/samples_palm_recognition_2026-01-01T10-00-00.000001.jsonl"]},
+            ],
+        },
+        {
+            "config_name": "m__results",
+            "data_files": [
+                {"split": "2026_01_02T10_00_00.000001", "path": ["m/results_2026-01-02T10-00-00.000001.json"]},
+                {"split": "latest", "path": ["m/results_2026-01-02T10-00-00.000001.json"]},
+            ],
+        },
+    ]
 
 
 def hub_args(text: str, out: Path, log_samples=True, **kw) -> argparse.Namespace:
@@ -204,7 +259,8 @@ def test_hub_dry_run_lists_without_network(tracked, capsys, monkeypatch):
     assert trackers.run(files_of(out)) is True
     text = capsys.readouterr().out
     stamp = next(out.glob("results_*.json")).stem.removeprefix("results_")
-    assert "would push (dry_run=True) 2 file(s)" in text
+    assert "would push (dry_run=True) 2 file(s)" in text  # one repository for both: the results file once
+    assert "(dataset card) -> datasets/acme/lm-eval-results/README.md" in text
     assert f"datasets/acme/lm-eval-results/{MODEL_FOLDER}/results_{stamp}.json" in text
     assert f"datasets/acme/lm-eval-results/{MODEL_FOLDER}/samples_palm_recognition_{stamp}.jsonl" in text
 

@@ -77,22 +77,29 @@ def hub_options(options: dict) -> HubOptions:
 
 
 def plan_uploads(run_files: RunFiles, opts: HubOptions, org: str) -> list[Upload]:
-    """Every file to send and where it goes, in order: results first, then samples by task."""
+    """Every file to send and where it goes, in order: the results file to the results repository;
+    with the samples, the samples files and the results file to the details repository (lm-eval
+    uploads the model's whole folder there), whose card :func:`push_to_hub` rebuilds."""
     folder = sanitize_model_name(model_name(run_files.results))
     opts = HubOptions(**{**opts.__dict__, "org": org})
+    results = run_files.results_file
     uploads = []
     if opts.push_results:
-        f = run_files.results_file
-        uploads.append(Upload(opts.repo_id(opts.results_repo_name), f"{folder}/{f.name}", f, "results"))
+        uploads.append(Upload(opts.repo_id(opts.results_repo_name), f"{folder}/{results.name}", results, "results"))
     if opts.push_samples:
+        details = opts.repo_id(opts.details_repo_name)
         for task, f in run_files.samples_files.items():
             name = f"samples_{task}_{run_files.stamp}.jsonl"
-            uploads.append(Upload(opts.repo_id(opts.details_repo_name), f"{folder}/{name}", f, "samples"))
+            uploads.append(Upload(details, f"{folder}/{name}", f, "samples"))
+        if not (opts.push_results and details == opts.repo_id(opts.results_repo_name)):
+            uploads.append(Upload(details, f"{folder}/{results.name}", results, "results"))
     return uploads
 
 
 def describe(uploads: list[Upload]) -> str:
-    return "\n".join(f"  {u.local_file} -> datasets/{u.repo_id}/{u.path_in_repo}" for u in uploads)
+    lines = [f"  {u.local_file} -> datasets/{u.repo_id}/{u.path_in_repo}" for u in uploads]
+    cards = sorted({u.repo_id for u in uploads if u.kind == "samples"})
+    return "\n".join(lines + [f"  (dataset card) -> datasets/{r}/README.md" for r in cards])
 
 
 def push_to_hub(run_files: RunFiles, opts: HubOptions) -> list[Upload]:
@@ -112,10 +119,14 @@ def push_to_hub(run_files: RunFiles, opts: HubOptions) -> list[Upload]:
     for repo_id, items in by_repo.items():
         api.create_repo(repo_id=repo_id, repo_type="dataset", private=not opts.public, exist_ok=True)
         kinds = " and ".join(sorted({u.kind for u in items}))
+        operations = [CommitOperationAdd(u.path_in_repo, str(u.local_file)) for u in items]
+        if any(u.kind == "samples" for u in items):  # the details repository: its card over old and new files
+            from lalm_eval.trackers.hub_card import render_card
+
+            held = api.list_repo_files(repo_id=repo_id, repo_type="dataset")
+            card = render_card(repo_id, sorted(set(held) | {u.path_in_repo for u in items}))
+            operations.append(CommitOperationAdd("README.md", card.encode("utf-8")))
         api.create_commit(
-            repo_id=repo_id,
-            repo_type="dataset",
-            operations=[CommitOperationAdd(u.path_in_repo, str(u.local_file)) for u in items],
-            commit_message=f"Adding {kinds} for {model}",
+            repo_id=repo_id, repo_type="dataset", operations=operations, commit_message=f"Adding {kinds} for {model}"
         )
     return uploads
