@@ -275,6 +275,19 @@ def test_tracker_failure_is_reported_and_keeps_the_run(tracked, capsys):
     assert next(out.glob("results_*.json")).exists()
 
 
+def test_hub_failure_is_reported_and_keeps_the_run(tracked, capsys, monkeypatch):
+    import huggingface_hub.constants
+
+    monkeypatch.setenv("HF_TOKEN", "hf_fake_token_for_tests")
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
+    out = tracked["out"]
+    trackers = prepare_trackers(hub_args("hub_results_org=acme,push_results_to_hub=True", out))
+    assert trackers.run(files_of(out)) is False
+    err = capsys.readouterr().err
+    assert err.startswith("lalm-eval: warning: --hf_hub_log_args: logging failed (")
+    assert "hf_fake_token_for_tests" not in err
+
+
 @pytest.mark.parametrize(
     "text, message",
     [

@@ -49,7 +49,11 @@ class Trackers:
         """Log the written run; every failure reported on stderr. True when all of them worked."""
         from lalm_eval.trackers.run_files import read_run_files
 
-        run_files = read_run_files(files)
+        try:
+            run_files = read_run_files(files)
+        except Exception as exc:  # noqa: BLE001 - reported like a tracker failure: the run is on disk
+            self._warn("--wandb_args" if self.wandb_args is not None else "--hf_hub_log_args", exc)
+            return False
         if self.wandb_args is not None:
             self._attempt("--wandb_args", lambda: self._wandb(run_files, opened))
         if self.hub is not None:
@@ -76,12 +80,17 @@ class Trackers:
         try:
             fn()
         except Exception as exc:  # noqa: BLE001 - a tracker never loses the run; reported, not raised
-            self.failures.append(flag)
-            print(
-                f"lalm-eval: warning: {flag}: logging failed ({type(exc).__name__}: {exc}); "
-                "the results and samples are in --output_path, the exit status is the evaluation's",
-                file=sys.stderr,
-            )
+            self._warn(flag, exc)
+
+    def _warn(self, flag: str, exc: BaseException) -> None:
+        from lalm_eval.redaction import redact
+
+        self.failures.append(flag)
+        print(
+            f"lalm-eval: warning: {flag}: logging failed ({type(exc).__name__}: {redact(str(exc))}); "
+            "the results and samples are in --output_path, the exit status is the evaluation's",
+            file=sys.stderr,
+        )
 
 
 def prepare_trackers(args) -> Trackers | None:
