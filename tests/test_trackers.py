@@ -351,3 +351,16 @@ def test_cli_bad_flag_exits_2_before_the_run(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("lalm-eval: error: --wandb_args: 'project' is not key=value")
+
+
+def test_cli_tracker_failure_keeps_the_evaluations_exit_status(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [str(LALM_EVAL), "--model", "qwen2_audio", "--model_args", f"pretrained={TINY.as_posix()}"]
+        + ["--tasks", "palm_recognition", "--limit", "2", "--batch_size", "2", "--gen_kwargs", "max_new_tokens=8"]
+        + ["--output_path", str(out), "--hf_hub_log_args", "hub_results_org=acme,push_results_to_hub=True"],
+        cwd=ROOT, env=env_for(tmp_path, "http://127.0.0.1:9"), capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "lalm-eval: warning: --hf_hub_log_args: logging failed" in proc.stderr
+    assert len(list(out.glob("results_*.json"))) == 1
