@@ -1,9 +1,12 @@
 """``--hf_hub_log_args``: the results and samples pushed as a Hub dataset in lm-eval's layout
 (``EvaluationTracker``): the results file to ``<org>/<results_repo_name>`` at
-``<model_name_sanitized>/results_<date>.json``, the samples files to ``<org>/<details_repo_name>``
-at ``<model_name_sanitized>/samples_<task>_<date>.jsonl``; both repositories get ``-private``
-appended and are made private unless ``public_repo=True``. ``dry_run=True`` lists the uploads
-and sends nothing."""
+``<model_name_sanitized>/results_<date>.json``; the samples files (and, as lm-eval's folder upload
+does, the results file) to ``<org>/<details_repo_name>`` at
+``<model_name_sanitized>/samples_<task>_<date>.jsonl``, with the details repository's card rebuilt
+(``hub_card``). Both repositories get ``-private`` appended and are made private unless
+``public_repo=True``; ``hub_repo_name`` names both (lm-eval's deprecated key), the default name is
+``lm-eval-results``, an empty ``hub_results_org`` is the token's user. ``dry_run=True`` lists the
+uploads and sends nothing."""
 
 from __future__ import annotations
 
@@ -104,7 +107,7 @@ def describe(uploads: list[Upload]) -> str:
 
 def push_to_hub(run_files: RunFiles, opts: HubOptions) -> list[Upload]:
     """Create the dataset repositories (``exist_ok``) and commit the files: one commit per
-    repository. ``opts.dry_run``: the list only (an org is then needed, there is no token to ask)."""
+    repository. ``opts.dry_run``: the list only (no org given: ``<your-user>``, no token is asked)."""
     if opts.dry_run:
         return plan_uploads(run_files, opts, opts.org or "<your-user>")
     from huggingface_hub import CommitOperationAdd, HfApi
