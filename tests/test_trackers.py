@@ -364,3 +364,15 @@ def test_cli_tracker_failure_keeps_the_evaluations_exit_status(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "lalm-eval: warning: --hf_hub_log_args: logging failed" in proc.stderr
     assert len(list(out.glob("results_*.json"))) == 1
+
+
+def test_trackers_import_nothing_unless_asked():
+    code = (
+        "import sys, argparse; from lalm_eval.cli import eval_parser; from lalm_eval.trackers import prepare_trackers;"
+        "args = eval_parser().parse_args(['--model', 'm', '--tasks', 't']);"
+        "assert prepare_trackers(args) is None;"
+        "print(sorted(m for m in ('wandb', 'huggingface_hub', 'lalm_eval.trackers.hub_log') if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
