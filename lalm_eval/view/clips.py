@@ -6,6 +6,7 @@ A clip that cannot be found or encoded is counted with its reason, never raised.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,7 @@ SUFFIX = ".opus"
 @dataclass
 class ClipReport:
     written: int = 0  # distinct files
-    shared: int = 0  # docs whose clip another doc already had
+    shared: int = 0  # clip references served by a file another doc's clip wrote
     missing: Counter = field(default_factory=Counter)  # reason → docs
 
 
@@ -67,44 +68,89 @@ def task_docs(task_name: str, doc_ids: list, cache_dir: Path, include_paths):
     return task, open_docs(task, cache_dir, limit).docs
 
 
-def extract_clips(rows: list[dict], out: Path, cache_dir: Path, include_paths=None, progress=None) -> ClipReport:
-    """Set ``row["audio"]`` (a list of site paths) or ``row["audio_missing"]`` (why) on every row."""
+def source_key(item) -> str:
+    """What identifies a clip before decoding it: its bytes, else its path (same source, one encode)."""
+    if isinstance(item, dict):
+        data = item.get("bytes")
+        if data:
+            return "b" + hashlib.sha256(data).hexdigest()
+        if item.get("path"):
+            return "p" + str(item["path"])
+        return "a" + hashlib.sha256(repr(item.get("array")).encode()).hexdigest()
+    if isinstance(item, (bytes, bytearray)):
+        return "b" + hashlib.sha256(item).hexdigest()
+    return "p" + str(item)
+
+
+def encode_or_reason(item) -> bytes | str:
+    try:
+        return encoded_clip(item)
+    except (LalmEvalError, OSError, ValueError, RuntimeError) as exc:
+        return f"audio could not be read or encoded ({type(exc).__name__})"
+
+
+def extract_clips(
+    rows: list[dict], out: Path, cache_dir: Path, include_paths=None, workers: int | None = None, chunk: int = 64
+) -> ClipReport:
+    """Set ``row["audio"]`` (a list of site paths) or ``row["audio_missing"]`` (why) on every row.
+
+    A source (the same bytes or path) is encoded once; encodes run on ``workers`` threads
+    (libsndfile releases the GIL), ``chunk`` docs at a time, results taken in doc order."""
+    from concurrent.futures import ThreadPoolExecutor
+
     report = ClipReport()
     audio_dir = out / "audio"
     audio_dir.mkdir(parents=True, exist_ok=True)
+    done: dict[str, str] = {}  # source key → site path or the reason it failed
     by_task: dict[str, list[dict]] = {}
     for row in rows:
         by_task.setdefault(row["task"], []).append(row)
-    for task_name, task_rows in by_task.items():
-        try:
-            task, docs = task_docs(task_name, [r["doc_id"] for r in task_rows], cache_dir, include_paths)
-        except (LalmEvalError, OSError, ValueError) as exc:
-            reason = f"task {task_name} could not be opened: {exc}"
-            for row in task_rows:
-                row["audio_missing"] = reason
-            report.missing[reason] += len(task_rows)
-            continue
-        for row in task_rows:
-            reason = None
-            doc_id = row["doc_id"]
-            if not isinstance(doc_id, int) or not 0 <= doc_id < len(docs):
-                reason = "doc id not in the task's dataset"
-            else:
-                try:
-                    row["audio"] = []
-                    for item in task.audio_of(dict(docs[doc_id])):
-                        site_path, new = write_clip(encoded_clip(item), audio_dir)
-                        row["audio"].append(site_path)
+
+    def miss(row, reason):
+        row.pop("audio", None)
+        row["audio_missing"] = reason
+        report.missing[reason] += 1
+
+    with ThreadPoolExecutor(max_workers=workers or min(8, os.cpu_count() or 1)) as pool:
+        for task_name, task_rows in by_task.items():
+            try:
+                task, docs = task_docs(task_name, [r["doc_id"] for r in task_rows], cache_dir, include_paths)
+            except (LalmEvalError, OSError, ValueError) as exc:
+                for row in task_rows:
+                    miss(row, f"task {task_name} could not be opened: {exc}")
+                continue
+            for start in range(0, len(task_rows), chunk):
+                part, keys, todo = task_rows[start : start + chunk], {}, {}
+                for row in part:
+                    doc_id = row["doc_id"]
+                    if not isinstance(doc_id, int) or not 0 <= doc_id < len(docs):
+                        keys[id(row)] = "doc id not in the task's dataset"
+                        continue
+                    try:
+                        items = task.audio_of(dict(docs[doc_id]))
+                    except (LalmEvalError, KeyError, ValueError, TypeError) as exc:
+                        keys[id(row)] = f"the task could not give this doc's audio ({type(exc).__name__})"
+                        continue
+                    keys[id(row)] = [source_key(item) for item in items]
+                    for key, item in zip(keys[id(row)], items):
+                        if key not in done and key not in todo:
+                            todo[key] = item
+                for key, result in zip(todo, pool.map(encode_or_reason, todo.values())):
+                    if isinstance(result, str):
+                        done[key] = "!" + result
+                    else:
+                        done[key], new = write_clip(result, audio_dir)
                         report.written += new
-                        report.shared += not new
-                    if not row["audio"]:
-                        reason = "the task gives this doc no audio"
-                except (LalmEvalError, OSError, ValueError, RuntimeError) as exc:
-                    reason = f"audio could not be read or encoded ({type(exc).__name__})"
-            if reason is not None:
-                row.pop("audio", None)
-                row["audio_missing"] = reason
-                report.missing[reason] += 1
-        if progress:
-            progress(task_name, len(task_rows))
+                for row in part:
+                    got = keys[id(row)]
+                    if isinstance(got, str):
+                        miss(row, got)
+                    elif not got:
+                        miss(row, "the task gives this doc no audio")
+                    elif any(done[k].startswith("!") for k in got):
+                        miss(row, next(done[k][1:] for k in got if done[k].startswith("!")))
+                    else:
+                        row["audio"] = [done[k] for k in got]
+                        report.shared += len(got)  # references for now; minus the files below
+    report.shared -= report.written
     return report
