@@ -228,4 +228,5 @@
     nMissing + " doc(s) without audio" +
     Object.keys(c.missing).map(function (k) { return "; " + c.missing[k] + ": " + k; }).join("");
   apply();
+  window.LALM_VIEW_STATE.first_render_ms = performance.now(); // since navigation start: data.js parsed, first page shown
 })();
