@@ -154,7 +154,7 @@
     var out = [];
     Object.keys(details || {}).sort().forEach(function (m) {
       var d = details[m];
-      if (d && typeof d === "object") out.push(m + ": " + JSON.stringify(d, null, 1));
+      if (d && typeof d === "object") out.push(m + ": " + JSON.stringify(d));
       else if (d !== null && d !== undefined) out.push(m + ": " + d);
     });
     return out;
