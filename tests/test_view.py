@@ -19,6 +19,7 @@ LALM_EVAL = Path(sys.executable).with_name("lalm-eval")
 TINY = Path("outputs") / "tiny-qwen2-audio"
 LIMIT = 4
 ENV = dict(os.environ, OMP_NUM_THREADS="1")
+JUDGE_COMMENT = "The answer says the voice is there, as the reference does."
 
 
 def run_cli(*args, cwd=ROOT):
@@ -50,6 +51,7 @@ def runs(tmp_path_factory):
     rows = [json.loads(x) for x in samples.read_text(encoding="utf-8").splitlines()]
     assert [r["doc_id"] for r in rows] == list(range(LIMIT))
     rows[0]["response"] = rows[0]["filtered"] = "Yes, certainly a different answer."
+    rows[1].setdefault("metric_details", {})["llm_judge"] = {"score": 1.0, "comment": JUDGE_COMMENT}
     rows = [r for r in rows if r["doc_id"] != LIMIT - 1]  # run b lacks the last doc
     samples.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     site = tmp / "site"
@@ -71,6 +73,7 @@ def test_rows_per_task_and_missing_doc(runs):
     assert last["missing"] == 1 and last["answers"][1] is None and last["answers"][0] is not None
     assert rows[0]["disagree"] and rows[0]["answers"][1]["response"] == "Yes, certainly a different answer."
     assert not rows[1]["disagree"] and rows[1]["missing"] == 0
+    assert rows[1]["answers"][1]["metric_details"]["llm_judge"]["comment"] == JUDGE_COMMENT
     assert "Question:" in rows[0]["question"] and rows[0]["target"]
     assert {"n_speakers", "language"} <= set(rows[0]["meta"])  # doc metadata, not answer fields
     assert "response" not in rows[0]["meta"] and "seen_s" in rows[0]["answers"][0]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_view import LIMIT, read_data, runs  # noqa: F401  (the module's fixture)
+from tests.test_view import JUDGE_COMMENT, LIMIT, read_data, runs  # noqa: F401  (the module's fixture)
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install selenium)")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -64,6 +64,8 @@ def test_site_of_two_runs_in_chromium(runs, browser, tmp_path):  # noqa: F811
     rows = shown(browser)
     for task, n in data["runs"][0]["n_samples"].items():
         assert sum(t == task for t, _ in rows) == n == LIMIT  # the results' sample count
+    card = browser.find_element("css selector", '#rows .sample[data-doc="1"]')
+    assert "llm_judge (judge): " + JUDGE_COMMENT in card.text  # the judge's reasoning, shown as text
     browser.find_element("id", "f-disagree").click()
     want = sorted((r["task"], str(r["doc_id"])) for r in data["rows"] if r["disagree"])
     assert sorted(shown(browser)) == want == [("palm_recognition", "0")]

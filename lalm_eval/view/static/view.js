@@ -154,7 +154,12 @@
     var out = [];
     Object.keys(details || {}).sort().forEach(function (m) {
       var d = details[m];
-      if (d && typeof d === "object") out.push(m + ": " + JSON.stringify(d));
+      if (d && typeof d === "object") {
+        var rest = {};
+        Object.keys(d).forEach(function (k) { if (k !== "comment") rest[k] = d[k]; });
+        if (typeof d.comment === "string") out.push(m + " (judge): " + d.comment); // the judge's reasoning
+        if (Object.keys(rest).length) out.push(m + ": " + JSON.stringify(rest));
+      }
       else if (d !== null && d !== undefined) out.push(m + ": " + d);
     });
     return out;
