@@ -55,6 +55,8 @@ LONG_FILES_FIRST = (
     "test_palm_builder.py",
     "test_openai_audio.py",
     "test_run_accounting.py",
+    "test_view.py",
+    "test_trackers.py",
 )
 
 

@@ -106,6 +106,7 @@ def test_wheel_metadata_core_pins_and_extras(wheel):
     assert set(meta.get_all("Provides-Extra")) >= {"api", "train", "asr", "lhotse", "ecapa", "dev"}
     assert extras["api"] == {"openai", "google-genai"} and extras["train"] == {"peft"}
     assert extras["asr"] == {"pocketsphinx"}
+    assert {n.replace("_", "-") for n in extras["track"]} == {"wandb", "huggingface-hub"}
     # no vllm extra: vLLM 0.32 needs torchcodec>=0.14, the core <0.14 (scripts/install_vllm.sh instead)
     assert not any("vllm" in names for names in extras.values())
     # dev = the extras the tests exercise + tools (hatchling expands the self-reference)
