@@ -219,7 +219,9 @@ def run_documents(folders: list[str | Path]) -> list[tuple[str, dict]]:
     return [(r.label, r.doc) for r in runs]
 
 
-def _sample_rows(path: Path, results: Path, task: str, older: bool) -> list[dict]:
+def read_sample_log(path: Path, results: Path, task: str, older: bool = False) -> list[dict]:
+    """The rows of ``task``'s sample log ``path`` (written beside ``results``), each checked to be a
+    JSON object; a missing, damaged or cut log is a :class:`DataError` naming the file and line."""
     if not path.is_file():
         move = f" (or move {results.name}, an older run, out of the folder)" if older else ""
         raise DataError(
@@ -268,7 +270,7 @@ def load_run_rows(run: Run, index: LayoutIndex) -> dict[str, list[dict]]:
         samples = source.parent / f"samples_{_safe_name(task)}_{stamp}.jsonl"
         by_report.setdefault(meta["report"], []).extend(
             tag_rows(
-                _sample_rows(samples, source, task, older=source != max(run.sources.values())),
+                read_sample_log(samples, source, task, older=source != max(run.sources.values())),
                 model=run.label,
                 task=task,
                 metadata=meta,

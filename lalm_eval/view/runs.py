@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lalm_eval.errors import ConfigError, DataError
+from lalm_eval.report.combine import read_sample_log
 
 FIX = "give the --output_path folder of a `lalm-eval ... --log_samples` run"
 
@@ -23,21 +24,12 @@ class RunFolder:
     plots: list[Path] = field(default_factory=list)
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(
-                    path, f"not JSON ({exc.msg}); rerun the evaluation with --log_samples", line=line_no
-                ) from None
-            if not isinstance(row, dict) or "doc_id" not in row:
-                raise DataError(path, "a sample row without doc_id; rerun with --log_samples", "doc_id", line_no)
-            rows.append(row)
+def read_samples(path: Path, results: Path, task: str) -> list[dict]:
+    """A sample log read as the report reads it, each row also needing its ``doc_id``."""
+    rows = read_sample_log(path, results, task)
+    for line_no, row in enumerate(rows, 1):
+        if "doc_id" not in row:
+            raise DataError(path, "a sample row without doc_id; rerun with --log_samples", "doc_id", line_no)
     return rows
 
 
@@ -61,7 +53,7 @@ def read_run(folder: Path) -> RunFolder:
     suffix = f"_{stamp}.jsonl"
     for sample_file in sorted(folder.glob(f"samples_*{suffix}")):
         task = sample_file.name[len("samples_") : -len(suffix)]
-        run.samples[task] = read_jsonl(sample_file)
+        run.samples[task] = read_samples(sample_file, path, task)
     if not run.samples:
         raise ConfigError(f"{folder}: no samples_*{suffix} beside {path.name}; rerun the evaluation with --log_samples")
     report = folder / f"report_{stamp}.md"
