@@ -101,7 +101,12 @@ wait "$CASCADE" || exit 1
 lalm-eval report "$OUT/cascade" "$OUT/tiny-qwen2-audio" --output_path "$OUT/report" \
   --metrics recognition_presence,token_f1,llm_judge
 lalm-eval report "$OUT/tiny-qwen2-audio" "${SFT[@]}" --layout palm_table2 --output_path "$OUT/report-sft"
+# the sample browser of the two palm,msu runs: a static site (open index.html from disk), each
+# doc's clip beside its question, reference, both answers and their metrics
+step "view of cascade + tiny Qwen2-Audio (lalm-eval view)" "$LOGS/view.log" \
+  lalm-eval view "$OUT/cascade" "$OUT/tiny-qwen2-audio" --output_path "$OUT/view"
 echo
 echo "main job: step times (the rest: corpus report, loads, reports)"
 sed 's/^/  /' "$LOGS/step_times.txt"
 echo "main job: $(( $(date +%s) - START )) s in all; per-model reports: $OUT/cascade, $OUT/tiny-qwen2-audio; logs: $LOGS"
+echo "main job: the samples, with their audio: open $OUT/view/index.html in a browser"

@@ -1,6 +1,6 @@
 """``lalm-eval view``: a site built from two small real runs (one real tiny run and a copy of it
 that lacks a doc and answers another differently): rows per task, missing docs, content-hashed
-Opus clips shared by the runs and as long as the dataset's audio, staging, bad input."""
+MP3 clips shared by the runs and as long as the dataset's audio, staging, bad input."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def test_audio_content_hashed_shared_and_full_length(runs):
         assert len(row["audio"]) == 1
         path = runs["site"] / row["audio"][0]
         blob = path.read_bytes()
-        assert path.name == hashlib.sha256(blob).hexdigest()[:16] + ".opus"
+        assert path.name == hashlib.sha256(blob).hexdigest()[:16] + ".mp3"
         names.add(path.name)
         (item,) = task.audio_of(dict(docs[row["doc_id"]]))
         from lalm_eval.audio.io import read_audio
@@ -133,7 +133,7 @@ def test_failure_midway_leaves_no_half_site(runs, tmp_path, monkeypatch):
 
     def broken(rows, out, *args, **kwargs):
         (out / "audio").mkdir(exist_ok=True)
-        (out / "audio" / "half.opus").write_bytes(b"x")
+        (out / "audio" / "half.mp3").write_bytes(b"x")
         raise KeyboardInterrupt
 
     monkeypatch.setattr(clips, "extract_clips", broken)

@@ -61,12 +61,12 @@ def main(argv=None) -> int:
     clips = data["clips"]
     missing = sum(clips["missing"].values())
     print(
-        f"{len(rows)} docs of {len(counts)} task(s) from {len(runs)} run(s); "
+        f"lalm-eval view: {len(rows)} docs of {len(counts)} task(s) from {len(runs)} run(s); "
         f"{clips['written']} audio clip(s) written, {clips['shared']} shared, {missing} doc(s) without audio"
     )
     for reason, n in clips["missing"].items():
-        print(f"  no audio: {n} doc(s): {reason}")
-    print(f"wrote {out / 'index.html'}")
+        print(f"lalm-eval view:   no audio: {n} doc(s): {reason}")
+    print(f"lalm-eval view: wrote {out / 'index.html'}")
     if args.serve:
         serve(out, args.port)
     return 0

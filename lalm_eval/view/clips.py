@@ -1,5 +1,7 @@
 """Each doc's audio, read once from the dataset its task reads (the task's own loading), encoded
-as Opus in Ogg (deterministic bytes) and named by its content hash, so that runs share a clip.
+as MP3 through the FFmpeg stack torchcodec loads (24 kb/s mono: deterministic bytes, ~9x faster
+than libsndfile's Opus encoder, which took ~1 s per clip) and named by its content hash, so that
+runs share a clip.
 
 A clip that cannot be found or encoded is counted with its reason, never raised."""
 
@@ -13,7 +15,8 @@ from pathlib import Path
 
 from lalm_eval.errors import LalmEvalError
 
-SUFFIX = ".opus"
+SUFFIX = ".mp3"
+BIT_RATE = 24000
 
 
 @dataclass
@@ -24,8 +27,8 @@ class ClipReport:
 
 
 def encoded_clip(item) -> bytes:
-    """One ``doc_to_audio`` item (a datasets audio dict, bytes or a path) as Opus bytes."""
-    from lalm_eval.audio.io import encode_audio, read_audio
+    """One ``doc_to_audio`` item (a datasets audio dict, bytes or a path) as MP3 bytes."""
+    from lalm_eval.audio.io import read_audio
 
     if isinstance(item, dict):
         source = item.get("bytes") or item.get("path")
@@ -36,17 +39,27 @@ def encoded_clip(item) -> bytes:
 
             audio = np.asarray(item["array"], dtype="float32")
             sr = int(item.get("sampling_rate") or TARGET_SR)
-            return encode_audio(resample(audio, sr, TARGET_SR) if sr != TARGET_SR else audio, TARGET_SR, "opus")
+            return mp3_bytes(resample(audio, sr, TARGET_SR) if sr != TARGET_SR else audio, TARGET_SR)
     else:
         source = item
     if source is None:
         raise LalmEvalError("the doc's audio item holds neither bytes nor a path")
     audio, sr = read_audio(source)
-    return encode_audio(audio, sr, "opus")
+    return mp3_bytes(audio, sr)
+
+
+def mp3_bytes(audio, sr: int) -> bytes:
+    """Mono float audio as MP3 (FFmpeg's LAME through torchcodec; the same bytes every time)."""
+    import numpy as np
+    import torch
+    from torchcodec.encoders import AudioEncoder
+
+    samples = torch.from_numpy(np.clip(np.asarray(audio, dtype=np.float32), -1.0, 1.0).reshape(1, -1))
+    return AudioEncoder(samples, sample_rate=int(sr)).to_tensor(format="mp3", bit_rate=BIT_RATE).numpy().tobytes()
 
 
 def write_clip(data: bytes, audio_dir: Path) -> tuple[str, bool]:
-    """``audio/<sha256[:16]>.opus`` for ``data``; True when the file is new."""
+    """``audio/<sha256[:16]>.mp3`` for ``data``; True when the file is new."""
     name = hashlib.sha256(data).hexdigest()[:16] + SUFFIX
     path = audio_dir / name
     if path.exists():
@@ -95,7 +108,7 @@ def extract_clips(
     """Set ``row["audio"]`` (a list of site paths) or ``row["audio_missing"]`` (why) on every row.
 
     A source (the same bytes or path) is encoded once; encodes run on ``workers`` threads
-    (libsndfile releases the GIL), ``chunk`` docs at a time, results taken in doc order."""
+    (FFmpeg releases the GIL), ``chunk`` docs at a time, results taken in doc order."""
     from concurrent.futures import ThreadPoolExecutor
 
     report = ClipReport()
