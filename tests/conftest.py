@@ -1,5 +1,8 @@
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +14,23 @@ from palm_bench.corpus.embedded import DATA_DIR, SOURCE_DIR, load_embedded_corpu
 @pytest.fixture(scope="session")
 def corpus():
     return load_embedded_corpus()
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen2_audio(tmp_path_factory) -> Path:
+    """The default tiny random-weight Qwen2-Audio (``lalm-eval make-tiny-model qwen2_audio``), built
+    once per session (per xdist worker) under the session's tmp folder, never in the checkout.
+    An absolute path: a run's ``pretrained=`` and lm-eval's model folder name are made from it."""
+    root = tmp_path_factory.mktemp("tiny-model")
+    out = root / "tiny-qwen2-audio"
+    cli = Path(sys.executable).with_name("lalm-eval")
+    proc = subprocess.run(
+        [str(cli), "make-tiny-model", "qwen2_audio", str(out), "--cache_dir", str(root / "cache")],
+        env=dict(os.environ, OMP_NUM_THREADS="1"), capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (out / "config.json").is_file()
+    return out
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -20,12 +21,16 @@ from tests.fake_hub import FakeHub
 
 ROOT = Path(__file__).resolve().parents[1]
 LALM_EVAL = Path(sys.executable).with_name("lalm-eval")
-TINY = Path("outputs") / "tiny-qwen2-audio"
 LIMIT = 4
-MODEL_FOLDER = "outputs__tiny-qwen2-audio"  # lm-eval's sanitized model name of pretrained=outputs/tiny-qwen2-audio
 
 pytest.importorskip("wandb")
 pytest.importorskip("huggingface_hub")
+
+
+def model_folder(pretrained: Path) -> str:
+    """lm-eval's folder of a run's files on the Hub: its ``sanitize_model_name`` of the model's name,
+    here the ``pretrained=`` path as given (every run of ``"<>:/|\\?*[]`` made ``__``)."""
+    return re.sub(r"[\"<>:/|\\?*\[\]]+", "__", pretrained.as_posix())
 
 
 def env_for(tmp: Path, hub_url: str) -> dict:
@@ -37,15 +42,13 @@ def env_for(tmp: Path, hub_url: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def tracked(tmp_path_factory):
+def tracked(tmp_path_factory, tiny_qwen2_audio):
     """One real run with both trackers: W&B offline with audio, the Hub push to a fake Hub."""
     tmp = tmp_path_factory.mktemp("tracked")
-    if not (ROOT / TINY / "config.json").exists():
-        subprocess.run([str(LALM_EVAL), "make-tiny-model", "qwen2_audio", str(TINY)], cwd=ROOT, check=True)
     out = tmp / "run"
     with FakeHub() as hub:
         proc = subprocess.run(
-            [str(LALM_EVAL), "--model", "qwen2_audio", "--model_args", f"pretrained={TINY.as_posix()}"]
+            [str(LALM_EVAL), "--model", "qwen2_audio", "--model_args", f"pretrained={tiny_qwen2_audio.as_posix()}"]
             + ["--tasks", "palm_recognition", "--limit", str(LIMIT), "--batch_size", "4"]
             + ["--gen_kwargs", "max_new_tokens=8", "--output_path", str(out), "--log_samples"]
             + ["--wandb_args", "project=lalm-tests,name=tiny,job_type=eval", "--wandb_log_audio"]
@@ -55,7 +58,7 @@ def tracked(tmp_path_factory):
             cwd=ROOT, env=env_for(tmp, hub.url), capture_output=True, text=True, timeout=600,
         )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return {"out": out, "tmp": tmp, "hub": hub, "proc": proc}
+    return {"out": out, "tmp": tmp, "hub": hub, "proc": proc, "folder": model_folder(tiny_qwen2_audio)}
 
 
 def offline_run(tmp: Path) -> Path:
@@ -167,7 +170,7 @@ def test_wandb_offline_samples_table_with_audio(tracked):
 
 
 def test_hub_push_at_lm_eval_paths(tracked):
-    hub, out = tracked["hub"], tracked["out"]
+    hub, out, folder = tracked["hub"], tracked["out"], tracked["folder"]
     results_file = next(out.glob("results_*.json"))
     samples_file = next(out.glob("samples_palm_recognition_*.jsonl"))
     stamp = results_file.stem.removeprefix("results_")
@@ -175,9 +178,9 @@ def test_hub_push_at_lm_eval_paths(tracked):
     assert all(p["type"] == "dataset" and p.get("visibility", "private") == "private" for p in hub.repos.values())
     card = hub.files.pop(("acme/details-private", "README.md")).decode()
     assert hub.files == {
-        ("acme/results-private", f"{MODEL_FOLDER}/results_{stamp}.json"): results_file.read_bytes(),
-        ("acme/details-private", f"{MODEL_FOLDER}/samples_palm_recognition_{stamp}.jsonl"): samples_file.read_bytes(),
-        ("acme/details-private", f"{MODEL_FOLDER}/results_{stamp}.json"): results_file.read_bytes(),
+        ("acme/results-private", f"{folder}/results_{stamp}.json"): results_file.read_bytes(),
+        ("acme/details-private", f"{folder}/samples_palm_recognition_{stamp}.jsonl"): samples_file.read_bytes(),
+        ("acme/details-private", f"{folder}/results_{stamp}.json"): results_file.read_bytes(),
     }
     assert [c["repo"] for c in hub.commits] == ["acme/results-private", "acme/details-private"]
     assert "hub: pushed 3 file(s)" in tracked["proc"].stdout
@@ -188,17 +191,17 @@ def test_hub_push_at_lm_eval_paths(tracked):
     split = stamp.replace("-", "_")  # lm-eval's split name: every character but letters, digits, _ and . made _
     assert front["configs"] == [
         {
-            "config_name": f"{MODEL_FOLDER}__palm_recognition",
+            "config_name": f"{folder}__palm_recognition",
             "data_files": [
-                {"split": split, "path": [f"{MODEL_FOLDER}/samples_palm_recognition_{stamp}.jsonl"]},
-                {"split": "latest", "path": [f"{MODEL_FOLDER}/samples_palm_recognition_{stamp}.jsonl"]},
+                {"split": split, "path": [f"{folder}/samples_palm_recognition_{stamp}.jsonl"]},
+                {"split": "latest", "path": [f"{folder}/samples_palm_recognition_{stamp}.jsonl"]},
             ],
         },
         {
-            "config_name": f"{MODEL_FOLDER}__results",
+            "config_name": f"{folder}__results",
             "data_files": [
-                {"split": split, "path": [f"{MODEL_FOLDER}/results_{stamp}.json"]},
-                {"split": "latest", "path": [f"{MODEL_FOLDER}/results_{stamp}.json"]},
+                {"split": split, "path": [f"{folder}/results_{stamp}.json"]},
+                {"split": "latest", "path": [f"{folder}/results_{stamp}.json"]},
             ],
         },
     ]
@@ -250,7 +253,7 @@ def files_of(out: Path) -> dict:
 
 def test_hub_dry_run_lists_without_network(tracked, capsys, monkeypatch):
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens: a request would fail
-    out = tracked["out"]
+    out, folder = tracked["out"], tracked["folder"]
     trackers = prepare_trackers(
         hub_args(
             "hub_results_org=acme,push_results_to_hub=True,push_samples_to_hub=True,public_repo=True,dry_run=True", out
@@ -261,8 +264,8 @@ def test_hub_dry_run_lists_without_network(tracked, capsys, monkeypatch):
     stamp = next(out.glob("results_*.json")).stem.removeprefix("results_")
     assert "would push (dry_run=True) 2 file(s)" in text  # one repository for both: the results file once
     assert "(dataset card) -> datasets/acme/lm-eval-results/README.md" in text
-    assert f"datasets/acme/lm-eval-results/{MODEL_FOLDER}/results_{stamp}.json" in text
-    assert f"datasets/acme/lm-eval-results/{MODEL_FOLDER}/samples_palm_recognition_{stamp}.jsonl" in text
+    assert f"datasets/acme/lm-eval-results/{folder}/results_{stamp}.json" in text
+    assert f"datasets/acme/lm-eval-results/{folder}/samples_palm_recognition_{stamp}.jsonl" in text
 
 
 def test_tracker_failure_is_reported_and_keeps_the_run(tracked, capsys):
@@ -353,10 +356,10 @@ def test_cli_bad_flag_exits_2_before_the_run(tmp_path):
     assert proc.stderr.strip().splitlines()[-1].startswith("lalm-eval: error: --wandb_args: 'project' is not key=value")
 
 
-def test_cli_tracker_failure_keeps_the_evaluations_exit_status(tmp_path):
+def test_cli_tracker_failure_keeps_the_evaluations_exit_status(tmp_path, tiny_qwen2_audio):
     out = tmp_path / "run"
     proc = subprocess.run(
-        [str(LALM_EVAL), "--model", "qwen2_audio", "--model_args", f"pretrained={TINY.as_posix()}"]
+        [str(LALM_EVAL), "--model", "qwen2_audio", "--model_args", f"pretrained={tiny_qwen2_audio.as_posix()}"]
         + ["--tasks", "palm_recognition", "--limit", "2", "--batch_size", "2", "--gen_kwargs", "max_new_tokens=8"]
         + ["--output_path", str(out), "--hf_hub_log_args", "hub_results_org=acme,push_results_to_hub=True"],
         cwd=ROOT, env=env_for(tmp_path, "http://127.0.0.1:9"), capture_output=True, text=True, timeout=600,

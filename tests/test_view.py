@@ -16,7 +16,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LALM_EVAL = Path(sys.executable).with_name("lalm-eval")
-TINY = Path("outputs") / "tiny-qwen2-audio"
 LIMIT = 4
 ENV = dict(os.environ, OMP_NUM_THREADS="1")
 JUDGE_COMMENT = "The answer says the voice is there, as the reference does."
@@ -34,13 +33,11 @@ def read_data(site: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, tiny_qwen2_audio):
     tmp = tmp_path_factory.mktemp("view")
-    if not (ROOT / TINY / "config.json").exists():
-        subprocess.run([str(LALM_EVAL), "make-tiny-model", "qwen2_audio", str(TINY)], cwd=ROOT, check=True)
     first = tmp / "run_a"
     proc = run_cli(
-        "--model", "qwen2_audio", "--model_args", f"pretrained={TINY.as_posix()}", "--tasks", "palm_recognition",
+        "--model", "qwen2_audio", "--model_args", f"pretrained={tiny_qwen2_audio.as_posix()}", "--tasks", "palm_recognition",
         "--limit", LIMIT, "--batch_size", "4", "--gen_kwargs", "max_new_tokens=8",
         "--output_path", first, "--log_samples", "--cache_dir", tmp / "cache",
     )  # fmt: skip
