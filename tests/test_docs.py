@@ -46,17 +46,25 @@ def script(block: Block) -> str:
     return text
 
 
-def env() -> dict:
+def env(cache: Path | None = None) -> dict:
+    """The blocks' environment: ``.venv/bin`` first on ``PATH``; with ``cache``, their own caches
+    there (lalm-eval's, and Hugging Face's with the datasets one), not the user's."""
     e = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", OMP_NUM_THREADS="1")
     e.pop("LALM_EVAL_DEBUG", None)
+    if cache is not None:
+        e.update(
+            LALM_EVAL_CACHE=str(cache / "lalm_eval"),
+            HF_HOME=str(cache / "huggingface"),
+            HF_DATASETS_CACHE=str(cache / "huggingface" / "datasets"),
+        )
     return e
 
 
-def run_block(block: Block, cwd: Path) -> subprocess.CompletedProcess:
+def run_block(block: Block, cwd: Path, cache: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         ["bash", "-euo", "pipefail", "-c", script(block)],
         cwd=cwd,
-        env=env(),
+        env=env(cache),
         capture_output=True,
         text=True,
         timeout=600,
@@ -66,15 +74,17 @@ def run_block(block: Block, cwd: Path) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="session")
 def docs_work(tmp_path_factory):
     """One folder where the `run setup` blocks ran once, in page order: the builds, the tiny
-    model and its first run, shared by every `run` block."""
+    model and its first run, shared by every `run` block; and one cache folder beside it, the
+    blocks' LALM_EVAL_CACHE and HF_HOME (the corpus a first run renders is rendered there once)."""
     work = tmp_path_factory.mktemp("docs-work")
+    cache = tmp_path_factory.mktemp("docs-cache")
     results = {}
     for b in BLOCKS:
         if b.mode == "run" and b.options.get("setup"):
-            results[b.id] = run_block(b, work)
+            results[b.id] = run_block(b, work, cache)
             if results[b.id].returncode:
                 break
-    return work, results
+    return work, cache, results
 
 
 def explain(block, proc):
@@ -83,12 +93,12 @@ def explain(block, proc):
 
 @pytest.mark.parametrize("block", by_mode("run"))
 def test_run_block(block, docs_work):
-    work, results = docs_work
+    work, cache, results = docs_work
     if block.options.get("setup"):
         proc = results.get(block.id)
         assert proc is not None, f"{block.id}: an earlier setup block failed"
     else:
-        proc = run_block(block, work)
+        proc = run_block(block, work, cache)
     assert proc.returncode == 0, explain(block, proc)
 
 
