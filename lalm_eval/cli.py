@@ -40,7 +40,18 @@ from lalm_eval.flags import (
     writable_folder,
 )
 
-SUBCOMMANDS = ("tasks", "make-tiny-model", "paths", "report", "check", "train", "doctor", "view")
+SUBCOMMANDS = (
+    "tasks",
+    "make-tiny-model",
+    "paths",
+    "report",
+    "check",
+    "train",
+    "doctor",
+    "view",
+    "export-tasks",
+    "score-samples",
+)
 
 
 def check_eval_args(args) -> None:
@@ -498,6 +509,14 @@ def main(argv=None) -> int:
             from lalm_eval.view.cli import main as view_main
 
             return view_main(argv[1:])
+        if argv and argv[0] == "export-tasks":
+            from lalm_eval.export_lmms.cli import export_main
+
+            return export_main(argv[1:])
+        if argv and argv[0] == "score-samples":
+            from lalm_eval.export_lmms.cli import score_main
+
+            return score_main(argv[1:])
         if argv and argv[0] == "doctor":
             from lalm_eval.doctor import main as doctor_main
 

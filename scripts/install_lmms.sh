@@ -8,6 +8,7 @@
 #   2. pip install torch==2.13.0 (the CPU build on this machine's disk; a plain `torch` would pull a
 #      CUDA build of several GB), then lmms-eval==$LMMS_VERSION (default 0.7.3, the version tested)
 #      with that torch pinned
+#      and filelock<4 (lmms-eval 0.7.3 imports filelock._api, gone in filelock 4)
 #   3. pip uninstall torchvision: PyPI's build fails to import beside the CPU torch ("operator
 #      torchvision::nms does not exist"); only audio is used here
 #   4. the audio stack lmms-eval's Qwen2-Audio path needs beside the CPU torch: torchcodec==0.13.0
@@ -35,8 +36,14 @@ pip_q() {
 }
 if [ "$("$VPY" -m pip show lmms_eval 2>/dev/null | sed -n 's/^Version: //p')" != "$VERSION" ]; then
   pip_q install "torch==2.13.0"
-  pip_q install "lmms_eval==$VERSION" "torch==2.13.0"
+  pip_q install "lmms_eval==$VERSION" "torch==2.13.0" "filelock<4"
   did+=("lmms_eval==$VERSION")
+fi
+# lmms-eval 0.7.3 imports filelock._api (its evaluator's re-entrant lock patch), which filelock 4
+# no longer has ("No module named 'filelock._api'"); its own requirements do not cap it
+if ! "$VPY" -c "import filelock._api" 2>/dev/null; then
+  pip_q install "filelock<4" "torch==2.13.0"
+  did+=("filelock<4")
 fi
 if "$VPY" -m pip show torchvision >/dev/null 2>&1 \
    && "$VPY" -c "import torch, sys; sys.exit(0 if '+cpu' in torch.__version__ or not torch.cuda.is_available() else 1)"; then

@@ -247,6 +247,24 @@ class Task:
             )
         return messages
 
+    def text_parts(self, doc: dict) -> list[str]:
+        """The text parts of the user turn of :meth:`messages`, in order, without reading the doc's
+        audio (the ``description`` system message aside): for harnesses that place every audio
+        before one prompt text (lmms-eval's audio models)."""
+        if self.config.doc_to_messages is None:
+            return [self.render_text(doc)]
+        out = self._call(self.config.doc_to_messages, "doc_to_messages", doc)
+        if isinstance(out, (list, tuple)) and out and all(isinstance(p, dict) and "type" in p for p in out):
+            texts = [p["text"] for p in out if p.get("type") == "text"]
+            return texts + ([self.render_text(doc)] if self.config.doc_to_text is not None else [])
+        return [
+            p["text"] if isinstance(p, dict) else str(p)
+            for m in out
+            if m.get("role") != "system"
+            for p in (m["content"] if isinstance(m.get("content"), (list, tuple)) else [m.get("content")])
+            if not isinstance(p, dict) or p.get("type") == "text"
+        ]
+
     def _with_description(self, doc: dict, messages: list[dict]) -> list[dict]:
         description = self.render_description(doc)
         if description:
