@@ -68,8 +68,14 @@ def score_parser() -> argparse.ArgumentParser:
     ap.add_argument("--tasks", default=None, help="comma-separated tasks (default: every task with samples there)")
     ap.add_argument("--output_path", default=None, help="where to write (default: <the samples' folder>/lalm-eval)")
     ap.add_argument("--judge", default=None, help="as for lalm-eval: the judge of the judged metrics")
-    ap.add_argument("--judge_samples", default=None, help="as for lalm-eval: verdicts per item")
+    ap.add_argument("--judge_samples", default=1, help="as for lalm-eval: verdicts per item")
     ap.add_argument("--bertscore_model", default=None, help="as for lalm-eval: en=...,zh=... BERTScore backbones")
+    ap.add_argument(
+        "--layout",
+        default=None,
+        help="comma-separated report layouts, as for lalm-eval report, e.g. palm_table1, msu_table3 "
+        "(default: each report's defaults)",
+    )
     ap.add_argument("--seed", default=0, help="seed of the bootstrap intervals and judge sampling")
     ap.add_argument("--include_path", action="append", default=None, help="extra task folder (repeatable)")
     ap.add_argument("--cache_dir", default=None, help="datasets and judge cache (as for lalm-eval)")
@@ -96,6 +102,15 @@ def score_main(argv=None) -> int:
     seed = whole_number(args.seed, "--seed", 0, "e.g. --seed 1234", 2**32 - 1)
     include = include_paths_flag(args.include_path) if args.include_path else None
     cache_dir = writable_folder(default_cache() if args.cache_dir is None else args.cache_dir, "--cache_dir")
+    layouts = [x.strip() for x in args.layout.split(",") if x.strip()] if args.layout is not None else None
+    if layouts is not None:  # checked before anything is scored
+        from lalm_eval.report.layouts import LayoutIndex
+
+        if not layouts:
+            raise ConfigError("--layout: names no layout; give comma-separated layout names (lalm-eval report --help)")
+        index = LayoutIndex.load(include)
+        for name in layouts:
+            index.layout(name, flag="--layout")
     manager = TaskManager(include_paths=include)
     wanted = manager.resolve(task_names(args.tasks)) if args.tasks else None
     files = find_samples(folder, wanted)
@@ -146,7 +161,14 @@ def score_main(argv=None) -> int:
         "limit": None,
     }
     written = write_outputs(run, config, out, log_samples=True)
-    print(written["report"].read_text(encoding="utf-8"))
+    if layouts is None:
+        print(written["report"].read_text(encoding="utf-8"))
+    else:
+        from lalm_eval.report.assemble import markdown_report
+        from lalm_eval.report.combine import combine
+
+        print(markdown_report(run, model))
+        print(combine([out], None, layouts=layouts, include_paths=include)[0])
     print(
         f"lalm-eval score-samples: {sum(len(a) for a in answers.values())} answers of {len(files)} task(s) from {samples_dir}"
     )
