@@ -87,7 +87,7 @@ def stage(tmp_path_factory):
              "--log_samples", "--output_path", "lalm_out", "--no_cache"],
             "lalm-eval",
         ),
-        ([bin_dir / "lalm-eval", "score-samples", "lmms_out", "--output_path", "scored"], "score-samples"),
+        ([bin_dir / "lalm-eval", "score-samples", "lmms_out", "--output_path", "scored", "--layout", "palm_table1"], "score-samples"),
     ]  # fmt: skip
     for cmd, name in steps:
         run(cmd, work, env, logs / f"{name}.log")

@@ -65,8 +65,6 @@ def shown(driver) -> list[tuple[str, str]]:
 
 
 def test_site_of_two_runs_in_chromium(runs, browser, tmp_path):  # noqa: F811
-    from torchcodec.decoders import AudioDecoder
-
     site = runs["site"]
     data = read_data(site)
     open_site(browser, site)
@@ -83,6 +81,16 @@ def test_site_of_two_runs_in_chromium(runs, browser, tmp_path):  # noqa: F811
     assert shown(browser) == [("palm_recognition", str(LIMIT - 1))]
     assert "missing: this run has no sample" in browser.find_element("css selector", "#rows .sample").text
     browser.find_element("id", "f-missing").click()
+    check_audio_and_network(browser, site)
+    browser.save_screenshot(str(tmp_path / "view.png"))
+    assert (tmp_path / "view.png").stat().st_size > 10_000
+
+
+def check_audio_and_network(browser, site: Path) -> None:
+    """The first shown audio element's source exists and decodes to the clip's duration (±0.1 s);
+    every request of the page stayed on the disk (file:// and the media controls' data: icons)."""
+    from torchcodec.decoders import AudioDecoder
+
     duration = browser.execute_async_script(
         """const done = arguments[arguments.length - 1];
         const a = document.querySelector('#rows audio');
@@ -104,8 +112,36 @@ def test_site_of_two_runs_in_chromium(runs, browser, tmp_path):  # noqa: F811
     assert {"data.js", "view.js", "view.css", Path(src).name} <= {u.rsplit("/", 1)[-1] for u in urls}
     local = ("file://", "data:")  # data: the media controls' own icons, inline
     assert all(u.startswith(local) for u in urls), [u for u in urls if not u.startswith(local)]
-    browser.save_screenshot(str(tmp_path / "view.png"))
-    assert (tmp_path / "view.png").stat().st_size > 10_000
+
+
+MAIN_JOB_VIEW = os.environ.get("LALM_MAIN_JOB_VIEW")
+
+
+@pytest.mark.main_job
+@pytest.mark.skipif(not MAIN_JOB_VIEW, reason="LALM_MAIN_JOB_VIEW unset (the main-job CI stage sets it)")
+def test_the_main_jobs_view_in_chromium(browser, tmp_path):
+    """The view ``scripts/main.sh`` writes of its two runs (the cascade and the tiny model on
+    ``palm,msu``), opened from disk: .ci/run's main-job stage runs it after the main job."""
+    site = Path(MAIN_JOB_VIEW)
+    data = read_data(site)
+    assert len(data["runs"]) == 2
+    open_site(browser, site)
+    rows = shown(browser)
+    for task in data["counts"]:
+        assert sum(t == task for t, _ in rows) == sum(r["task"] == task for r in data["rows"])
+        for k, run in enumerate(data["runs"]):
+            answered = sum(r["task"] == task and r["answers"][k] is not None for r in data["rows"])
+            assert answered == data["counts"][task][run["label"]] == run["n_samples"][task], (task, run["label"])
+    browser.find_element("id", "f-disagree").click()
+    select = browser.find_element("id", "f-meta-n_speakers")
+    browser.execute_script("arguments[0].value = '=2'; arguments[0].dispatchEvent(new Event('change'));", select)
+    want = sorted(
+        (r["task"], str(r["doc_id"])) for r in data["rows"] if r["disagree"] and r["meta"].get("n_speakers") == 2
+    )
+    assert want and sorted(shown(browser)) == want
+    check_audio_and_network(browser, site)
+    browser.save_screenshot(str(tmp_path / "main-job-view.png"))
+    assert (tmp_path / "main-job-view.png").stat().st_size > 10_000
 
 
 def synthetic_site(template_site: Path, out: Path, docs: int = 5000, n_runs: int = 3) -> None:
