@@ -1,7 +1,7 @@
 """The cascade's per-call time with its speech decoded in this process and over ASR workers,
 measured side by side in one run, and its answers compared doc by doc.
 
-    python bench/cascade_workers.py [--enrollment palm-bench] [--tasks palm,msu] [--workers 2] [--out DIR]
+    python bench/cascade_workers.py [--enrollment palm-bench] [--tasks palm,msu] [--workers 2] [--batch_size N] [--out DIR]
 
 Runs ``lalm-eval --model cascade --model_args enrollment=...,threads=1,asr_workers=W`` for W = 1
 and W = ``--workers``, each with a fresh ``--cache_dir`` (no cached answer, embedding or enrollment
@@ -31,6 +31,7 @@ def one_run(entry: str, args, workers: int, out: Path) -> dict:
         argv += [f"enrollment={args.enrollment},threads=1,asr_workers={workers}", "--tasks", args.tasks]
         argv += ["--output_path", str(out), "--log_samples", "--cache_dir", cache]
         argv += ["--limit", str(args.limit)] if args.limit else []
+        argv += ["--batch_size", str(args.batch_size)]
         start = time.perf_counter()
         subprocess.run(argv, check=True, capture_output=True)
         wall = time.perf_counter() - start
@@ -46,6 +47,9 @@ def main(argv=None) -> int:
     ap.add_argument("--tasks", default="palm,msu")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument(
+        "--batch_size", type=int, default=1, help="lalm-eval --batch_size of both runs (1: as the main job)"
+    )
     ap.add_argument("--out", default=None, help="folder for the two runs (default: a temporary one)")
     args = ap.parse_args(argv)
     entry = shutil.which("lalm-eval", path=str(Path(sys.executable).parent)) or shutil.which("lalm-eval")
