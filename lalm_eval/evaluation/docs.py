@@ -91,6 +91,17 @@ class OpenedTask:
             self._parked, self._docs = pickle.dumps(docs), None
 
 
+def audio_left_encoded(ds):
+    """``ds`` with every ``Audio`` column cast to ``Audio(decode=False)``: the harness decodes
+    audio itself (soundfile, deterministic), from the encoded bytes."""
+    import datasets
+
+    for name, feature in ds.features.items():
+        if isinstance(feature, datasets.Audio):
+            ds = ds.cast_column(name, datasets.Audio(decode=False))
+    return ds
+
+
 def open_docs(task: Task, cache_dir: Path, limit: int | None, split: str | None = None) -> OpenedTask:
     """The task's docs of ``split`` (default: :meth:`Task.eval_split`), after ``process_docs``, read
     lazily, and their count before ``limit``.
@@ -99,7 +110,6 @@ def open_docs(task: Task, cache_dir: Path, limit: int | None, split: str | None 
     leaves out on purpose, ``{reason: count}`` (e.g. the MSU release's ``reverse_*`` questions);
     they land in :attr:`OpenedTask.excluded` (the run writes them to the task's ``sample_info``,
     so the results JSON says what was left out and why)."""
-    import datasets
 
     cfg = task.config
     path = cfg.dataset_path
@@ -113,9 +123,7 @@ def open_docs(task: Task, cache_dir: Path, limit: int | None, split: str | None 
         cache_root=cache_dir,
         **(cfg.dataset_kwargs or {}),
     )  # local folders: a cache keyed by their content
-    for name, feature in ds.features.items():  # decode audio ourselves (soundfile, deterministic)
-        if isinstance(feature, datasets.Audio):
-            ds = ds.cast_column(name, datasets.Audio(decode=False))
+    ds = audio_left_encoded(ds)
     counts: dict = {}
     ds = task.process_docs(ds, dataset_path=str(path), excluded=counts)  # hooks may open other configs of the path
     n = len(ds)

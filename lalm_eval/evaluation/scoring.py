@@ -42,6 +42,13 @@ def breakdown_fields(task: Task) -> list[str]:
     return fields
 
 
+def score_item(task: Task, text: str, doc: dict, counters: dict, target=None) -> ScoreItem:
+    """What a metric scores of one answer: the response through the task's filters, the rendered
+    target (``target`` when the caller rendered it already), the doc and the prompt text."""
+    target = task.render_target(doc) if target is None else target
+    return ScoreItem(apply_filters(task.filters, text, counters), str(target), doc, task.render_text(doc))
+
+
 def sample_rows(run: TaskRun, responses: list[Response], counters: dict) -> tuple[list[dict], list, list[dict]]:
     """Every request's row (messages, response, target, what the adapter reported, breakdown
     fields); the scored items (filtered response, target, doc, prompt text) and their rows. A
@@ -67,9 +74,9 @@ def sample_rows(run: TaskRun, responses: list[Response], counters: dict) -> tupl
         if response.text is None:
             run.errors.append({"doc_id": doc_id, "error": response.error, "failure": response.failure})
         else:
-            row["filtered"] = apply_filters(task.filters, response.text, counters)
-            row["metrics"] = {}
-            items.append(ScoreItem(row["filtered"], str(target), doc, task.render_text(doc)))
+            item = score_item(task, response.text, doc, counters, target)
+            row["filtered"], row["metrics"] = item.prediction, {}
+            items.append(item)
             item_rows.append(row)
         rows.append(row)
     return rows, items, item_rows

@@ -34,11 +34,11 @@ import logging
 import math
 from collections.abc import Callable
 
+from lalm_eval.api import AUDIO_SR
 from lalm_eval.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-AUDIO_SR = 16_000
 HOOKS = ("process_docs", "doc_to_visual", "doc_to_text", "doc_to_target", "process_results")
 
 
@@ -74,13 +74,12 @@ class ExportedTasks:
     # -- the hooks ---------------------------------------------------------------------------
 
     def process_docs(self, name: str, dataset):
-        import datasets
+        from lalm_eval.evaluation.docs import audio_left_encoded
 
-        for column, feature in dataset.features.items():
-            if isinstance(feature, datasets.Audio):
-                dataset = dataset.cast_column(column, datasets.Audio(decode=False))
         excluded: dict = {}
-        out = self.task(name).process_docs(dataset, dataset_path=self.spec[name]["dataset_path"], excluded=excluded)
+        out = self.task(name).process_docs(
+            audio_left_encoded(dataset), dataset_path=self.spec[name]["dataset_path"], excluded=excluded
+        )
         left_out = {k: v for k, v in excluded.items() if v}
         if left_out:
             log.warning("%s: process_docs left out %s", name, left_out)
@@ -105,9 +104,8 @@ class ExportedTasks:
 
     def aggregate(self, name: str, metric: str, items: list) -> float:
         """The task's ``metric`` over lmms-eval's items, as ``lalm-eval``'s scoring stage computes it."""
-        from lalm_eval.evaluation.filters import apply_filters
-        from lalm_eval.evaluation.scoring import bound
-        from lalm_eval.metrics.scoring import ScoreItem, ScoringContext, metric_name, summarize
+        from lalm_eval.evaluation.scoring import bound, score_item
+        from lalm_eval.metrics.scoring import ScoringContext, metric_name, summarize
 
         task = self.task(name)
         entries = list(zip(task.config.metric_list or [], task.metrics))
@@ -117,15 +115,7 @@ class ExportedTasks:
                 f"{task.yaml_file}: task {name!r} has no metric {metric!r}; run lalm-eval export-tasks again"
             )
         counters: dict = {}
-        scored = [
-            ScoreItem(
-                apply_filters(task.filters, str(i["response"]), counters),
-                str(task.render_target(i["doc"])),
-                i["doc"],
-                task.render_text(i["doc"]),
-            )
-            for i in items
-        ]
+        scored = [score_item(task, str(i["response"]), i["doc"], counters) for i in items]
         result = bound(found, ScoringContext()).compute(scored)
         value = summarize(result, (0, name, metric), entry.get("aggregation", "mean"))["value"]
         if value is None or (isinstance(value, float) and math.isnan(value)):
