@@ -23,16 +23,16 @@ import time
 from pathlib import Path
 
 from lalm_eval import __version__
-from lalm_eval.errors import ConfigError, LalmEvalError
+from lalm_eval.errors import ConfigError
 from lalm_eval.flags import (
     CACHE_ENV,
     batch_size_flag,
     bertscore_model_flag,
     default_cache,
     device_flag,
-    flag_error,
     gen_kwargs_flag,
     include_paths_flag,
+    judge_from_flag,
     key_values,
     real_number,
     task_names,
@@ -251,18 +251,7 @@ def run_eval(args, timings=None) -> int:
     np.random.seed(args.seed)
     from lalm_eval.parallel import is_main_process
 
-    judge_llm = None
-    if args.judge:  # built (options, URL, local model folder checked; nothing sent) before any task or model
-        from lalm_eval.judges import judge_llm_from_spec
-
-        try:
-            judge_llm = judge_llm_from_spec(args.judge)
-        except LalmEvalError as exc:
-            raise flag_error(
-                "--judge",
-                exc,
-                "give e.g. --judge openai:model=M,base_url=URL, hf:pretrained=DIR or a preset of tasks/*/judge_presets.yaml",
-            ) from None
+    judge_llm = judge_from_flag(args.judge)  # built before any task or model; nothing sent
     from lalm_eval.judges.decoding import check_samples
 
     args.judge_samples = check_samples(args.judge_samples, judge_llm)  # errors name --judge_samples

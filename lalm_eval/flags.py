@@ -197,6 +197,22 @@ def flag_error(flag: str, exc: LalmEvalError, fix: str) -> LalmEvalError:
     return exc
 
 
+JUDGE_FIX = "give e.g. --judge openai:model=M,base_url=URL, hf:pretrained=DIR or a preset of tasks/*/judge_presets.yaml"
+
+
+def judge_from_flag(spec: str | None, flag: str = "--judge"):
+    """The judge LLM of ``--judge SPEC`` (options, URL, local model folder checked; nothing sent),
+    or ``None`` without one; a bad spec is an error naming the flag."""
+    if not spec:
+        return None
+    from lalm_eval.judges import judge_llm_from_spec
+
+    try:
+        return judge_llm_from_spec(spec)
+    except LalmEvalError as exc:
+        raise flag_error(flag, exc, JUDGE_FIX) from None
+
+
 def bertscore_model_flag(text: str | None) -> dict | None:
     """``--bertscore_model en=A,zh=B``: {language: backbone}, each found locally (a folder, or a Hub
     id in the Hugging Face cache) before any task or model loads."""

@@ -344,3 +344,16 @@ def test_export_cli_refuses_a_folder_of_other_files(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and re.search(r"OUT_DIR .*mine", err)
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+
+
+def test_score_samples_names_judge_in_a_bad_judge_spec(work, monkeypatch, capsys, tmp_path):
+    """The same error shape as ``lalm-eval --judge``: the flag, what is wrong, how to fix it."""
+    monkeypatch.chdir(work)
+    opened = open_tasks(["palm_recognition"], cache_dir=work / "cache", limit=2).opened[0]
+    write_lmms_run(tmp_path / "lmms", opened.task, opened.docs, answers_for(opened.task, opened.docs))
+    for spec in ("nosuchbackend:model=m", "openai:model=m,base_url=not a url"):
+        code = main(["score-samples", str(tmp_path / "lmms"), "--judge", spec, "--cache_dir", str(work / "cache")])
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert err.startswith("lalm-eval: error: --judge"), err
+        assert "Traceback" not in err and "Generating" not in err  # refused before any docs were opened

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from lalm_eval.errors import ConfigError
+from lalm_eval.flags import judge_from_flag
 
 
 def export_parser() -> argparse.ArgumentParser:
@@ -111,6 +112,10 @@ def score_main(argv=None) -> int:
         index = LayoutIndex.load(include)
         for name in layouts:
             index.layout(name, flag="--layout")
+    judge_llm = judge_from_flag(args.judge)  # checked before any docs are opened; nothing sent
+    from lalm_eval.judges.decoding import check_samples
+
+    judge_samples = check_samples(args.judge_samples, judge_llm)
     manager = TaskManager(include_paths=include)
     wanted = manager.resolve(task_names(args.tasks)) if args.tasks else None
     files = find_samples(folder, wanted)
@@ -133,14 +138,6 @@ def score_main(argv=None) -> int:
     lmms = lmms_config(samples_dir)
     model = f"lmms-eval {lmms.get('model', '?')}"
     identity = {"model": "lmms-eval", "lmms_model": lmms.get("model"), "model_args": lmms.get("model_args")}
-    judge_llm = None
-    if args.judge:
-        from lalm_eval.judges import judge_llm_from_spec
-
-        judge_llm = judge_llm_from_spec(args.judge)
-    from lalm_eval.judges.decoding import check_samples
-
-    judge_samples = check_samples(args.judge_samples, judge_llm)
     bertscore = bertscore_model_flag(args.bertscore_model)
     run = evaluate(
         LoggedAnswers(answers, identity),
