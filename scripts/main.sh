@@ -3,7 +3,7 @@
 #   install → build PALM-Bench and MSU-Bench (`small` presets) into ./palm-bench and ./msu-bench
 #   (reused when their build config is unchanged) → start the `cascade` reference system on the
 #   `palm` and `msu` groups in the background (speaker verification against the subjects'
-#   train-split enrollment clips + pocketsphinx ASR over worker processes) → corpus report → load
+#   train-split enrollment clips + pocketsphinx ASR, one process beside the others) → corpus report → load
 #   the builds back with `datasets` → evaluate a tiny random-weight Qwen2-Audio on the same groups
 #   (its answers capped at 64 new tokens: a random model stops only by chance) → results, Markdown
 #   tables and PNG plots under ./outputs → print the combined PALM / MSU tables → fine-tune the
@@ -44,12 +44,14 @@ printf '%-52s %5d s\n' "install" $(( $(date +%s) - T0 )) >>"$LOGS/step_times.txt
 export PATH="$BIN:$PATH"
 step "build palm-bench (small)" "$LOGS/build-palm.log" palm-bench build --out palm-bench --preset small
 step "build msu-bench (small)" "$LOGS/build-msu.log" msu-bench build --out msu-bench --preset small
-# The cascade runs beside every later step: its torch work on one thread, its speech decoded by
-# pocketsphinx worker processes (asr_workers: the usable CPUs, at most 4); the tiny model's steps
-# beside it take one thread each too (torch processes with two threads each on two shared cores
-# spin against each other).
+# The cascade runs beside every later step as one process: its torch work on one thread and its
+# speech decoded in that process (asr_workers=1), so the cascade and the tiny model's steps (one
+# thread each) are two processes on two cores. Measured on one fresh clone on 2026-12-05, after
+# the builds: 415 s with one ASR process, 534 s with asr_workers=auto (two decoder processes
+# beside the tiny model's steps, four busy processes on two cores). On its own, with every CPU
+# free, the cascade is faster with asr_workers=auto (bench/cascade_workers.py).
 OMP_NUM_THREADS=1 step "cascade on palm,msu (beside the next steps)" "$LOGS/cascade.log" \
-  lalm-eval --model cascade --model_args enrollment=palm-bench,threads=1 \
+  lalm-eval --model cascade --model_args enrollment=palm-bench,threads=1,asr_workers=1 \
   --tasks palm,msu --output_path "$OUT/cascade" --log_samples &
 CASCADE=$!
 trap 'kill "$CASCADE" 2>/dev/null || true' EXIT  # a step that fails stops the cascade too
@@ -75,10 +77,13 @@ print(f"load_dataset('palm-bench', 'enrollment'): {len(enroll)} train-split clip
 msu = load_dataset("msu-bench", "tier4", split="test")
 print(f"load_dataset('msu-bench', 'tier4'): {len(msu)} questions; first: {msu[0]['question']!r}")
 PY
-step "make the tiny Qwen2-Audio" "$LOGS/make-tiny-model.log" lalm-eval make-tiny-model qwen2_audio "$OUT/tiny-qwen2-audio"
+# the model's folder is not its run's: make-tiny-model refuses a folder holding other files, so
+# a second main job would stop here if the results were written beside the weights
+MODEL=$OUT/models/tiny-qwen2-audio
+step "make the tiny Qwen2-Audio" "$LOGS/make-tiny-model.log" lalm-eval make-tiny-model qwen2_audio "$MODEL"
 OMP_NUM_THREADS=$(threads) step "tiny Qwen2-Audio on palm,msu (answers <= 64 tokens)" "$LOGS/tiny-qwen2-audio.log" \
   lalm-eval --model qwen2_audio \
-  --model_args "pretrained=$OUT/tiny-qwen2-audio" --tasks palm,msu --batch_size 8 \
+  --model_args "pretrained=$MODEL" --tasks palm,msu --batch_size 8 \
   --gen_kwargs max_new_tokens=64 --output_path "$OUT/tiny-qwen2-audio" --log_samples
 # PALM §5.2 in miniature: one LoRA placement (attention) and one prompt-tuning setting (4 soft
 # tokens per speaker), each trained for 100 steps (a fixed count: the same run every time) on the
@@ -88,12 +93,13 @@ SFT=()
 for RECIPE in lora_attn prompt_tuning; do
   EXTRA=(); ARG=peft
   if [ "$RECIPE" = prompt_tuning ]; then EXTRA=(--tokens 4); ARG=soft_prompts; fi
+  rm -rf "$OUT/sft/$RECIPE"  # a rerun trains again (100 fixed steps: the same adapter) rather than mix checkpoints
   OMP_NUM_THREADS=$(threads) step "fine-tune $RECIPE (100 steps)" "$LOGS/sft-$RECIPE.log" lalm-eval train --model qwen2_audio \
-    --model_args "pretrained=$OUT/tiny-qwen2-audio" --tasks palm_recognition \
+    --model_args "pretrained=$MODEL" --tasks palm_recognition \
     --recipe "$RECIPE" "${EXTRA[@]}" --max_steps 100 --seed 0 --output_dir "$OUT/sft/$RECIPE"
   RUN="$OUT/tiny-qwen2-audio+$RECIPE"
   OMP_NUM_THREADS=$(threads) step "tiny Qwen2-Audio+$RECIPE on palm_recognition" "$LOGS/eval-$RECIPE.log" lalm-eval --model qwen2_audio \
-    --model_args "pretrained=$OUT/tiny-qwen2-audio,$ARG=$OUT/sft/$RECIPE" \
+    --model_args "pretrained=$MODEL,$ARG=$OUT/sft/$RECIPE" \
     --tasks palm_recognition --batch_size 8 --gen_kwargs max_new_tokens=64 --output_path "$RUN" --log_samples
   SFT+=("$RUN")
 done
