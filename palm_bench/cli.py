@@ -34,7 +34,9 @@ def _corpus_info(args) -> int:
         corpus, _ = load_corpus_by_kind(
             args.corpus, str(args.corpus_dir), parse_key_values(args.corpus_option, "--corpus-option")
         )
-    cache = None if args.no_cache else DEFAULT_CACHE / "embeddings"
+    from lalm_eval.audio.speaker import EMBEDDINGS_FOLDER
+
+    cache = None if args.no_cache else DEFAULT_CACHE / EMBEDDINGS_FOLDER
     stats = corpus_statistics(
         corpus, encoder=args.encoder, cache_dir=cache, with_eer=not args.no_eer, scene_config=load_preset(args.preset)
     )

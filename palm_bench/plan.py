@@ -15,7 +15,7 @@ import logging
 import time
 from pathlib import Path
 
-from lalm_eval.audio.speaker import get_speaker_encoder
+from lalm_eval.audio.speaker import EMBEDDINGS_FOLDER, get_speaker_encoder
 from lalm_eval.errors import ConfigError
 from lalm_eval.hub.readers import skip_records
 from palm_bench.config import BuildConfig
@@ -190,7 +190,7 @@ def make_plan(
         validation_fraction=cfg.validation_fraction if "validation" in wanted else 0.0,
     )
     encoder = get_speaker_encoder(
-        cfg.encoder, cache_dir=work_dir / "embeddings" if work_dir else None, **cfg.encoder_options
+        cfg.encoder, cache_dir=work_dir / EMBEDDINGS_FOLDER if work_dir else None, **cfg.encoder_options
     )
     embeddings = embed_clips(encoder, data.utterances)
     subjects = {s.id for s in data.subjects() if s.id in keep}

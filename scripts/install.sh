@@ -4,12 +4,16 @@
 #      torchcodec, which loads them) — apt-get when run as root, else the command to run
 #   2. python -m venv $LALM_VENV (default .venv; LALM_VENV=none installs into $PYTHON itself)
 #   3. pip install -e ".[$LALM_EXTRAS]" (default dev: the test tools and every extra the tests use;
-#      LALM_EXTRAS= installs the core alone). The pins in pyproject.toml (torch 2.13 + torchcodec
-#      0.13) make this resolve to a working CPU stack with no manual step; set
-#      PIP_EXTRA_INDEX_URL to PyTorch's CPU index elsewhere to get the CPU torch build. Installed
-#      with --no-compile, then the bytecode compiled on every CPU (`compileall -j 0`): the same
-#      .pyc files as pip's own one-by-one compilation, in about half the time.
-# Idempotent: a second run with the same pyproject.toml and extras installs nothing.
+#      LALM_EXTRAS= installs the core alone; scripts/main.sh asks for train,asr, what it runs). The
+#      pins in pyproject.toml (torch 2.13 + torchcodec 0.13) make this resolve to a working CPU
+#      stack with no manual step; set PIP_EXTRA_INDEX_URL to PyTorch's CPU index elsewhere to get
+#      the CPU torch build. Installed with --no-compile, then the bytecode compiled on every CPU
+#      (`compileall -j 0`): the same .pyc files as pip's own one-by-one compilation, in about half
+#      the time. LALM_COMPILE=lazy skips that step: each module is compiled when it is first
+#      imported (Python's default, unless PYTHONDONTWRITEBYTECODE is set), so only what runs is
+#      compiled (scripts/main.sh: 4,500 of the environment's 16,400 modules).
+# Idempotent: a second run with the same pyproject.toml and extras, or fewer (dev holds every
+# extra but ecapa), installs nothing.
 # Prints the environment's bin folder last (scripts/main.sh and test.sh put it first on PATH).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,19 +46,36 @@ fi
 
 target="."
 [ -n "$EXTRAS" ] && target=".[$EXTRAS]"
-# what was installed last: pyproject's hash and the extras; the same again installs nothing
+# what was installed last: pyproject's hash, the extras and the checkout; the same again, or fewer
+# extras, installs nothing (dev stands for every extra it pulls in)
 stamp_dir=$("$VPY" -c "import sys; print(sys.prefix)")
 stamp="$stamp_dir/.lalm-eval-install"
-want="$(sha256sum pyproject.toml | cut -c1-16) $target $(pwd)"
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$VPY" -c "import lalm_eval" 2>/dev/null; then
-  echo "install.sh: $target already installed in $stamp_dir" >&2
+have=$(cat "$stamp" 2>/dev/null || true)
+covered=$("$VPY" - "$have" "$(sha256sum pyproject.toml | cut -c1-16)" "$EXTRAS" "$(pwd)" <<'PY'
+import re, sys
+have, digest, want, checkout = sys.argv[1:]
+parts = have.split(" ", 2)
+extras = lambda text: {e.strip() for e in text.split(",") if e.strip()}
+if len(parts) == 3 and parts[0] == digest and parts[2] == checkout:
+    got = extras(re.sub(r"^\.\[?|\]$", "", parts[1]))
+    if "dev" in got:  # pyproject's dev extra: every extra the tests use (not ecapa)
+        got |= {"api", "openai", "gemini", "train", "asr", "lhotse", "track", "docs"}
+    print("yes" if extras(want) <= got else "no")
+else:
+    print("no")
+PY
+)
+if [ "$covered" = yes ] && "$VPY" -c "import lalm_eval" 2>/dev/null; then
+  echo "install.sh: $target already installed in $stamp_dir (${have#* })" >&2
 else
   start=$(date +%s)
   # quiet, without this machine's local-index notices; the bytecode is compiled afterwards on
   # every CPU (pip compiles one file after another: about half of a fresh install's time)
   "$VPY" -m pip install -q --no-compile -e "$target" 2>&1 | { grep -v -E "Location 'file:" >&2 || true; }
-  "$VPY" -m compileall -q -j 0 "$("$VPY" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")" >/dev/null 2>&1 || true
-  echo "$want" > "$stamp"
+  if [ "${LALM_COMPILE:-all}" != lazy ]; then
+    "$VPY" -m compileall -q -j 0 "$("$VPY" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")" >/dev/null 2>&1 || true
+  fi
+  echo "$(sha256sum pyproject.toml | cut -c1-16) $target $(pwd)" > "$stamp"
   echo "install.sh: installed -e $target into $stamp_dir in $(( $(date +%s) - start ))s" >&2
 fi
 "$VPY" -c "import sys, os; print(os.path.dirname(sys.executable))"

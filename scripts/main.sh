@@ -39,20 +39,30 @@ LOGS=$OUT/logs
 mkdir -p "$LOGS"
 : >"$LOGS/step_times.txt"
 T0=$(date +%s)
-BIN=$(bash scripts/install.sh | tail -1)   # .venv with the project (see the README's Install)
+# .venv with the project and the two extras this job runs (train: the fine-tunes; asr: the
+# cascade's speech recognition), not the test tools: scripts/test.sh adds those (see the README's
+# Install). Bytecode is written as modules are first imported (LALM_COMPILE=lazy), so only what
+# the job runs is compiled: that is Python's default, which this job keeps even where
+# PYTHONDONTWRITEBYTECODE is set (scripts/install.sh would otherwise compile every module).
+unset PYTHONDONTWRITEBYTECODE
+BIN=$(LALM_EXTRAS=train,asr LALM_COMPILE=lazy bash scripts/install.sh | tail -1)
 printf '%-52s %5d s\n' "install" $(( $(date +%s) - T0 )) >>"$LOGS/step_times.txt"
 export PATH="$BIN:$PATH"
+# the two builds side by side (PALM-Bench's keeps about one core busy, MSU-Bench's is smaller)
+step "build msu-bench (small, beside palm-bench)" "$LOGS/build-msu.log" msu-bench build --out msu-bench --preset small &
+MSU=$!
 step "build palm-bench (small)" "$LOGS/build-palm.log" palm-bench build --out palm-bench --preset small
-step "build msu-bench (small)" "$LOGS/build-msu.log" msu-bench build --out msu-bench --preset small
-# The cascade runs beside every later step as one process: its torch work on one thread and its
-# speech decoded in that process (asr_workers=1), so the cascade and the tiny model's steps (one
-# thread each) are two processes on two cores. Measured on one fresh clone on 2026-12-05, after
-# the builds: 415 s with one ASR process, 534 s with asr_workers=auto (two decoder processes
-# beside the tiny model's steps, four busy processes on two cores). On its own, with every CPU
-# free, the cascade is faster with asr_workers=auto (bench/cascade_workers.py).
-OMP_NUM_THREADS=1 step "cascade on palm,msu (beside the next steps)" "$LOGS/cascade.log" \
-  lalm-eval --model cascade --model_args enrollment=palm-bench,threads=1,asr_workers=1 \
-  --tasks palm,msu --output_path "$OUT/cascade" --log_samples &
+wait "$MSU" || exit 1
+# The cascade runs beside every later step at the lowest CPU priority (nice 19): its torch work
+# on one thread, its speech decoded by pocketsphinx worker processes (asr_workers=auto: one per
+# CPU). The tiny model's steps (one torch thread each) keep a whole core, and the cascade takes
+# every cycle they leave: the other core while they run, both once they are done. The cascade
+# ignores the batch size but for how many requests it plans at once: 256 at --batch_size 32 (the
+# response cache commits 8 batches at a time), so each task's decodes are spread over the
+# workers together rather than 64 requests at a time.
+OMP_NUM_THREADS=1 step "cascade on palm,msu (beside the next steps, nice 19)" "$LOGS/cascade.log" \
+  nice -n 19 lalm-eval --model cascade --model_args enrollment=palm-bench,threads=1,asr_workers=auto \
+  --tasks palm,msu --batch_size 32 --output_path "$OUT/cascade" --log_samples &
 CASCADE=$!
 trap 'kill "$CASCADE" 2>/dev/null || true' EXIT  # a step that fails stops the cascade too
 # one thread per torch process while the cascade runs beside it, every CPU once it is done

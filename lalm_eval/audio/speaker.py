@@ -6,7 +6,10 @@ weights, so it works offline) or ``get_speaker_encoder("ecapa", source=<dir or h
 L2-normalised float32 embeddings ``[n, dim]``, so cosine similarity is a dot product.
 
 The cache keys an embedding by encoder identity and the content hash of the 16 kHz audio; with
-``cache_dir`` it persists across processes (one ``.npy`` per clip).
+``cache_dir`` it persists across processes (one ``.npy`` per clip). Under a cache root (lalm-eval's
+``--cache_dir``, ``$LALM_EVAL_CACHE``) the folder is :data:`EMBEDDINGS_FOLDER`, one for every
+command: a PALM build, ``palm-bench corpus-info`` and the ``cascade``'s enrollment embed the same
+train-split clips, and each reads what another already computed.
 
 What an encoder cannot embed is said once, by its class: ``check_clip(audio)`` returns the reason
 (no samples, NaN, all zeros; for resemblyzer also "no speech left after its voice-activity
@@ -29,6 +32,9 @@ from lalm_eval.registry import Registry
 
 SPEAKER_ENCODERS = Registry("speaker encoder", entry_point_group="lalm_eval.speaker_encoders")
 DEFAULT_SPEAKER_ENCODER = "resemblyzer"
+#: speaker embeddings' folder under a cache root (``<root>/embeddings/<encoder name>/``), shared
+#: by every command that embeds
+EMBEDDINGS_FOLDER = "embeddings"
 
 
 class UnusableClip(ValueError):

@@ -41,7 +41,7 @@ on the recording's own windows decides whether a second, closer voice is there â
 principal components and reference samples; seeded, deterministic), ``calibration``
 (``multi``: clean + one augmented copy of each enrollment clip, the default; ``clean``),
 ``answers`` (another answers YAML), ``embed_cache`` (folder persisting embeddings across runs;
-default ``<cache_dir>/speaker_embeddings`` when the harness passes its ``cache_dir``),
+default ``<cache_dir>/embeddings``, shared with the builds, when the harness passes its ``cache_dir``),
 ``max_cached_audios`` (256), ``threads`` (sets torch's intra-op threads for the whole process;
 unset leaves them alone: on shared or busy CPUs, ``threads=1`` keeps the GE2E LSTM from
 crawling in OpenMP spin-waits, several times faster in our measurements), ``asr_workers``
@@ -76,7 +76,7 @@ import numpy as np
 
 from lalm_eval.api import AUDIO_SR, Adapter, Request, Response
 from lalm_eval.audio.io import audio_hash
-from lalm_eval.audio.speaker import get_speaker_encoder
+from lalm_eval.audio.speaker import EMBEDDINGS_FOLDER, get_speaker_encoder
 from lalm_eval.errors import AudioError, ConfigError
 from lalm_eval.evaluation.progress import announce
 from lalm_eval.models.cascade_parts import enrollment_cache
@@ -186,7 +186,7 @@ class CascadeAdapter(Adapter):
 
             torch.set_num_threads(max(1, int(n_threads)))
         if embed_cache is None and cache_dir:  # the harness's cache dir (lalm-eval --cache_dir)
-            embed_cache = str(Path(cache_dir) / "speaker_embeddings")
+            embed_cache = str(Path(cache_dir) / EMBEDDINGS_FOLDER)
         kwargs = {"device": "cpu" if device in (None, "", "auto") else str(device), "cache_dir": embed_cache}
         if encoder == "ecapa" and encoder_source:
             kwargs["source"] = encoder_source
