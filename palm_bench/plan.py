@@ -8,11 +8,14 @@ turns one planned audio into its dataset rows.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import logging
+import multiprocessing
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from lalm_eval.audio.speaker import EMBEDDINGS_FOLDER, get_speaker_encoder
@@ -143,6 +146,39 @@ def fill_missing_profiles(data: Corpus, llm, work_dir: Path | None) -> tuple[Cor
     return dataclasses.replace(data, speakers=speakers), len(profiles)
 
 
+@contextlib.contextmanager
+def _beside(fn, *args):
+    """Start ``fn(*args)`` in a second (spawned) process; yields a function that waits for its
+    result. The plan measures the subjects' acoustic descriptions this way while it embeds the
+    clips: librosa's pitch tracking (its numba code compiled on first use in an environment, about
+    20 s) and the embeddings each keep a core busy for about as long, and neither reads the other's
+    results. The result is the same as a call here. Where the process cannot start or fails (an
+    error, a killed worker), the call is made here, so an error is raised by the same code with its
+    own message; leaving the block early (the plan failed) stops the process."""
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        job = pool.submit(fn, *args)
+    except Exception as exc:  # noqa: BLE001 - no second process: the call runs here
+        log.info("%s runs in this process (no second process: %s)", fn.__name__, exc)
+        job = None
+
+    def result():
+        if job is not None:
+            try:
+                return job.result()
+            except Exception as exc:  # noqa: BLE001 - made again here, where an error keeps its message
+                log.info("%s runs again in this process (%s: %s)", fn.__name__, type(exc).__name__, exc)
+        return fn(*args)
+
+    try:
+        yield result
+    finally:
+        if job is not None and not job.done():  # nobody waits for it any more
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def make_plan(
     cfg: BuildConfig,
     corpus: str = "embedded",
@@ -189,14 +225,15 @@ def make_plan(
         cfg.seed,
         validation_fraction=cfg.validation_fraction if "validation" in wanted else 0.0,
     )
+    subjects = {s.id for s in data.subjects() if s.id in keep}
+    references = {s: splits["train"][s] for s in subjects}
     encoder = get_speaker_encoder(
         cfg.encoder, cache_dir=work_dir / EMBEDDINGS_FOLDER if work_dir else None, **cfg.encoder_options
     )
-    embeddings = embed_clips(encoder, data.utterances)
-    subjects = {s.id for s in data.subjects() if s.id in keep}
-    refs = reference_embeddings({s: splits["train"][s] for s in subjects}, embeddings)
-    references = {s: splits["train"][s] for s in subjects}
-    ads = acoustic_descriptions(data, references, work_dir, cfg.ad_max_seconds)
+    with _beside(acoustic_descriptions, data, references, work_dir, cfg.ad_max_seconds) as measured:
+        embeddings = embed_clips(encoder, data.utterances)
+        ads = measured()
+    refs = reference_embeddings(references, embeddings)
     if llm is not None:
         hds.update(
             llm_human_descriptions(

@@ -48,10 +48,12 @@ unset PYTHONDONTWRITEBYTECODE
 BIN=$(LALM_EXTRAS=train,asr LALM_COMPILE=lazy bash scripts/install.sh | tail -1)
 printf '%-52s %5d s\n' "install" $(( $(date +%s) - T0 )) >>"$LOGS/step_times.txt"
 export PATH="$BIN:$PATH"
-# the two builds side by side (PALM-Bench's keeps about one core busy, MSU-Bench's is smaller)
-step "build msu-bench (small, beside palm-bench)" "$LOGS/build-msu.log" msu-bench build --out msu-bench --preset small &
+# the two builds side by side, one torch thread each (PALM-Bench's plan also measures its subjects'
+# voices in a second process while it embeds the clips; MSU-Bench's build is the smaller)
+OMP_NUM_THREADS=1 step "build msu-bench (small, beside palm-bench)" "$LOGS/build-msu.log" \
+  msu-bench build --out msu-bench --preset small &
 MSU=$!
-step "build palm-bench (small)" "$LOGS/build-palm.log" palm-bench build --out palm-bench --preset small
+OMP_NUM_THREADS=1 step "build palm-bench (small)" "$LOGS/build-palm.log" palm-bench build --out palm-bench --preset small
 wait "$MSU" || exit 1
 # The cascade runs beside every later step at the lowest CPU priority (nice 19): its torch work
 # on one thread, its speech decoded by pocketsphinx worker processes (asr_workers=auto: one per
