@@ -47,24 +47,11 @@ fi
 target="."
 [ -n "$EXTRAS" ] && target=".[$EXTRAS]"
 # what was installed last: pyproject's hash, the extras and the checkout; the same again, or fewer
-# extras, installs nothing (dev stands for every extra it pulls in)
+# extras, installs nothing (dev stands for every extra it pulls in: scripts/install_stamp.py)
 stamp_dir=$("$VPY" -c "import sys; print(sys.prefix)")
 stamp="$stamp_dir/.lalm-eval-install"
 have=$(cat "$stamp" 2>/dev/null || true)
-covered=$("$VPY" - "$have" "$(sha256sum pyproject.toml | cut -c1-16)" "$EXTRAS" "$(pwd)" <<'PY'
-import re, sys
-have, digest, want, checkout = sys.argv[1:]
-parts = have.split(" ", 2)
-extras = lambda text: {e.strip() for e in text.split(",") if e.strip()}
-if len(parts) == 3 and parts[0] == digest and parts[2] == checkout:
-    got = extras(re.sub(r"^\.\[?|\]$", "", parts[1]))
-    if "dev" in got:  # pyproject's dev extra: every extra the tests use (not ecapa)
-        got |= {"api", "openai", "gemini", "train", "asr", "lhotse", "track", "docs"}
-    print("yes" if extras(want) <= got else "no")
-else:
-    print("no")
-PY
-)
+covered=$("$VPY" scripts/install_stamp.py "$have" "$(sha256sum pyproject.toml | cut -c1-16)" "$EXTRAS" "$(pwd)")
 if [ "$covered" = yes ] && "$VPY" -c "import lalm_eval" 2>/dev/null; then
   echo "install.sh: $target already installed in $stamp_dir (${have#* })" >&2
 else
