@@ -3,7 +3,7 @@
     python scripts/install_stamp.py STAMP_TEXT PYPROJECT_DIGEST EXTRAS CHECKOUT   → prints yes / no
 
 The stamp (``<env>/.lalm-eval-install``) is one line: ``<pyproject digest> <pip target> <checkout>``,
-e.g. ``db27386b7610a3d9 .[dev] /work/main``. It covers a request when the digest and the checkout
+e.g. ``db27386b7610a3d9 .[dev] <checkout folder>``. It covers a request when the digest and the checkout
 are the same and the requested extras are among the installed ones; ``dev`` stands for every extra
 pyproject's ``dev`` pulls in (``[project.optional-dependencies] dev``, read from the checkout's
 pyproject.toml), so the main job's ``train,asr`` needs nothing more after the tests' install.

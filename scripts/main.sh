@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The main job on the embedded corpus, from nothing to a report:
-#   install → build PALM-Bench and MSU-Bench (`small` presets) into ./palm-bench and ./msu-bench
-#   (reused when their build config is unchanged) → start the `cascade` reference system on the
-#   `palm` and `msu` groups in the background (speaker verification against the subjects'
-#   train-split enrollment clips + pocketsphinx ASR, one process beside the others) → corpus report → load
+#   install (the train and asr extras) → build PALM-Bench and MSU-Bench (`small` presets), side by
+#   side, into ./palm-bench and ./msu-bench (reused when their build config is unchanged) → start
+#   the `cascade` reference system on the `palm` and `msu` groups in the background at the lowest
+#   CPU priority (speaker verification against the subjects' train-split enrollment clips +
+#   pocketsphinx ASR in worker processes, on the cycles the other steps leave) → corpus report → load
 #   the builds back with `datasets` → evaluate a tiny random-weight Qwen2-Audio on the same groups
 #   (its answers capped at 64 new tokens: a random model stops only by chance) → results, Markdown
 #   tables and PNG plots under ./outputs → print the combined PALM / MSU tables → fine-tune the
