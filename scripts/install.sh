@@ -12,8 +12,8 @@
 #      the time. LALM_COMPILE=lazy skips that step: each module is compiled when it is first
 #      imported (Python's default, unless PYTHONDONTWRITEBYTECODE is set), so only what runs is
 #      compiled (scripts/main.sh imports 4,800 of the 16,400 modules of .[train,asr]).
-# Idempotent: a second run with the same pyproject.toml and extras, or fewer (dev holds every
-# extra but ecapa), installs nothing.
+# Idempotent: a second run with the same pyproject.toml and extras, or fewer (dev stands for the
+# extras pyproject's dev names), installs nothing.
 # Prints the environment's bin folder last (scripts/main.sh and test.sh put it first on PATH).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,7 +51,8 @@ target="."
 stamp_dir=$("$VPY" -c "import sys; print(sys.prefix)")
 stamp="$stamp_dir/.lalm-eval-install"
 have=$(cat "$stamp" 2>/dev/null || true)
-covered=$("$VPY" scripts/install_stamp.py "$have" "$(sha256sum pyproject.toml | cut -c1-16)" "$EXTRAS" "$(pwd)")
+installed="$(sha256sum pyproject.toml | cut -c1-16) $target $(pwd)"   # the stamp this install writes
+covered=$("$VPY" scripts/install_stamp.py "$have" "${installed%% *}" "$EXTRAS" "$(pwd)")
 if [ "$covered" = yes ] && "$VPY" -c "import lalm_eval" 2>/dev/null; then
   echo "install.sh: $target already installed in $stamp_dir (${have#* })" >&2
 else
@@ -62,7 +63,7 @@ else
   if [ "${LALM_COMPILE:-all}" != lazy ]; then
     "$VPY" -m compileall -q -j 0 "$("$VPY" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")" >/dev/null 2>&1 || true
   fi
-  echo "$(sha256sum pyproject.toml | cut -c1-16) $target $(pwd)" > "$stamp"
+  echo "$installed" > "$stamp"
   echo "install.sh: installed -e $target into $stamp_dir in $(( $(date +%s) - start ))s" >&2
 fi
 "$VPY" -c "import sys, os; print(os.path.dirname(sys.executable))"
